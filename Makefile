@@ -1,0 +1,41 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Both create .venv when missing
+# and (re)install when pyproject.toml changes. torch is pinned to the local CPU wheel: unpinned,
+# pip would pull a multi-GB CUDA build.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+TORCH  := torch==2.13.0
+# Real-model tests and the demo run on one torch thread: on 2 loaded cores, 2 threads are slower.
+export CHRONOMEM_TORCH_THREADS ?= 1
+export HF_HUB_OFFLINE := 1
+
+.PHONY: demo test check lint bench bench-full clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $(TORCH) -e '.[embeddings,dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/chronomem demo --db demo.chronomem.db --fresh
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/mypy
+
+check: lint test
+
+bench: $(STAMP)
+	$(PY) bench/recall_scaling.py
+
+bench-full: $(STAMP)
+	$(PY) bench/recall_scaling.py --million
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo.chronomem.db*
