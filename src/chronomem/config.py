@@ -1,0 +1,167 @@
+"""Scoring configuration and the named presets (DESIGN §2).
+
+Presets are frozen data. To vary one, use ``dataclasses.replace(PRESETS["default"], ...)``; never
+assign to a shared object.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from enum import StrEnum
+from types import MappingProxyType
+
+from chronomem.errors import ConfigError
+from chronomem.model.record import Kind, Weights
+
+__all__ = [
+    "PRESETS",
+    "Normalisation",
+    "RecencyMode",
+    "RelevanceMode",
+    "ScoringConfig",
+    "resolve_preset",
+]
+
+
+class RelevanceMode(StrEnum):
+    """How relevance is measured: embedding cosine, BM25 over the full-text index, or both."""
+
+    DENSE = "dense"
+    LEXICAL = "lexical"
+    HYBRID = "hybrid"
+
+
+class RecencyMode(StrEnum):
+    """``elapsed``: ``decay ** (age / unit)`` with age since last access (the paper).
+    ``ordinal``: ``decay ** position`` in the candidates sorted by last access ascending (the
+    Generative Agents code, which gives the *oldest*-accessed memory the highest recency)."""
+
+    ELAPSED = "elapsed"
+    ORDINAL = "ordinal"
+
+
+class Normalisation(StrEnum):
+    """``minmax``: each component rescaled to [0, 1] over the candidate set (zero range gives 0.5).
+    ``fixed``: cosine clamped to [0, 1], importance / 10, recency as is, BM25 divided by the best
+    BM25 among the candidates — the dense, importance and recency parts are comparable across
+    calls."""
+
+    MINMAX = "minmax"
+    FIXED = "fixed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScoringConfig:
+    """Everything that decides a score. See DESIGN §2 for the stages.
+
+    Attributes:
+        name: the preset name shown in explanations.
+        relevance: dense, lexical or hybrid. Without a query vector, dense degrades to lexical.
+        dense_share: in hybrid mode, ``relevance = dense_share * dense + (1 - dense_share) *
+            lexical`` after normalisation, in [0, 1].
+        recency: elapsed (time since last access) or ordinal (code compatibility).
+        recency_decay: per ``recency_unit`` (elapsed) or per position (ordinal), in (0, 1].
+        recency_unit: the time unit of the decay (the paper: one hour).
+        normalisation: minmax or fixed.
+        weights: the episodic score weights.
+        exclude_text: records whose text contains this substring are not candidates (the
+            Generative Agents code drops every memory containing "idle").
+        exclude_kinds: kinds that are never candidates for this preset.
+        sequential_touch: the default for ``recall_many``: touch after each query (the code's
+            behaviour) instead of scoring every query on one snapshot.
+    """
+
+    name: str = "custom"
+    relevance: RelevanceMode = RelevanceMode.HYBRID
+    dense_share: float = 0.5
+    recency: RecencyMode = RecencyMode.ELAPSED
+    recency_decay: float = 0.995
+    recency_unit: timedelta = timedelta(hours=1)
+    normalisation: Normalisation = Normalisation.MINMAX
+    weights: Weights = field(default_factory=Weights)
+    exclude_text: str | None = None
+    exclude_kinds: frozenset[Kind] = frozenset()
+    sequential_touch: bool = False
+
+    def __post_init__(self) -> None:
+        # Accept plain strings for the enums, so configs read from JSON or flags validate here.
+        for attr, enum in (
+            ("relevance", RelevanceMode),
+            ("recency", RecencyMode),
+            ("normalisation", Normalisation),
+        ):
+            value = getattr(self, attr)
+            try:
+                object.__setattr__(self, attr, enum(value))
+            except ValueError:
+                choices = ", ".join(e.value for e in enum)
+                raise ConfigError(f"{attr} must be one of {choices}; got {value!r}") from None
+        if not (0.0 < self.recency_decay <= 1.0):
+            raise ConfigError(f"recency_decay must be in (0, 1]; got {self.recency_decay}")
+        if self.recency_unit <= timedelta():
+            raise ConfigError(f"recency_unit must be positive; got {self.recency_unit}")
+        if not (0.0 <= self.dense_share <= 1.0):
+            raise ConfigError(f"dense_share must be in [0, 1]; got {self.dense_share}")
+        for name in ("relevance", "recency", "importance"):
+            w = getattr(self.weights, name)
+            if not math.isfinite(w) or w < 0:
+                raise ConfigError(f"weights.{name} must be finite and >= 0; got {w}")
+        object.__setattr__(self, "exclude_kinds", frozenset(Kind(k) for k in self.exclude_kinds))
+
+
+PRESETS: Mapping[str, ScoringConfig] = MappingProxyType(
+    {
+        # Long-horizon conversational memory: hybrid relevance carries the ranking; recency and
+        # importance only break near-ties. Fixed normalisation keeps scores comparable.
+        "default": ScoringConfig(
+            name="default",
+            relevance=RelevanceMode.HYBRID,
+            dense_share=0.5,
+            recency=RecencyMode.ELAPSED,
+            recency_decay=0.99,
+            recency_unit=timedelta(days=1),
+            normalisation=Normalisation.FIXED,
+            weights=Weights(relevance=1.0, recency=0.05, importance=0.05),
+        ),
+        # The paper (Park et al. 2023, §4.1): recency 0.995 per game hour since last access,
+        # importance and relevance, each min-max normalised, equal weights.
+        "generative-agents": ScoringConfig(
+            name="generative-agents",
+            relevance=RelevanceMode.DENSE,
+            recency=RecencyMode.ELAPSED,
+            recency_decay=0.995,
+            recency_unit=timedelta(hours=1),
+            normalisation=Normalisation.MINMAX,
+            weights=Weights(relevance=1.0, recency=1.0, importance=1.0),
+        ),
+        # Compatibility mode reproducing the authors' code (reverie retrieve.new_retrieve):
+        # ordinal recency over memories sorted by last access ascending (scratch decay 0.99),
+        # global weights recency 0.5 / relevance 3 / importance 2, memories containing "idle"
+        # skipped, chats not retrieved, focal points touched one after another.
+        "generative-agents-code": ScoringConfig(
+            name="generative-agents-code",
+            relevance=RelevanceMode.DENSE,
+            recency=RecencyMode.ORDINAL,
+            recency_decay=0.99,
+            normalisation=Normalisation.MINMAX,
+            weights=Weights(relevance=3.0, recency=0.5, importance=2.0),
+            exclude_text="idle",
+            exclude_kinds=frozenset({Kind.CHAT}),
+            sequential_touch=True,
+        ),
+    }
+)
+
+
+def resolve_preset(preset: str | ScoringConfig) -> ScoringConfig:
+    """The config for a preset name (or the config itself)."""
+    if isinstance(preset, ScoringConfig):
+        return preset
+    try:
+        return PRESETS[preset]
+    except KeyError:
+        known = ", ".join(sorted(PRESETS))
+        raise ConfigError(f"unknown preset {preset!r}; known presets: {known}") from None

@@ -1,0 +1,104 @@
+"""Every error chronomem raises, in one tree.
+
+::
+
+    ChronomemError                 root: catch this to catch everything chronomem raises
+    ├── ConfigError                unknown preset, missing optional extra, invalid option value
+    ├── InvalidInputError          bad argument: naive datetime, empty text, NaN or wrong-length
+    │                              vector, importance outside 1..10 (also a ValueError)
+    ├── NotFoundError              a record or event id that does not exist in this space
+    │                              (also a LookupError)
+    ├── ConflictError              the request contradicts what is stored (duplicate id, ...)
+    │   └── DependentsExistError   deleting a record that other records depend on
+    ├── StoreError                 the storage backend failed, or the file is incompatible
+    ├── EmbedderError              the embedder failed or is unavailable
+    │   └── EmbedderMismatchError  a store opened with a different embedder than it was built with
+    └── LLMError                   an LLM call failed; never mistaken for model output
+        └── CitationError          an LLM answer cites evidence that does not validate
+
+Errors carry structured context as attributes (``err.record_id``, ``err.expected``) and a message a
+user can act on. Backend exceptions (``sqlite3``, HTTP clients) are translated once, inside the
+backend, with ``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class ChronomemError(Exception):
+    """Root of every error raised by chronomem."""
+
+
+class ConfigError(ChronomemError):
+    """A configuration value is invalid, unknown, or needs an optional extra that is missing."""
+
+
+class InvalidInputError(ChronomemError, ValueError):
+    """An argument is invalid. Nothing was written."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class NotFoundError(ChronomemError, LookupError):
+    """A record or event id does not exist in this space."""
+
+    def __init__(self, message: str, *, record_id: str | None = None) -> None:
+        super().__init__(message)
+        self.record_id = record_id
+
+    def __str__(self) -> str:  # LookupError would otherwise repr() the message like KeyError
+        return str(self.args[0]) if self.args else ""
+
+
+class ConflictError(ChronomemError):
+    """The request contradicts the stored state (for example, an id that already exists)."""
+
+    def __init__(self, message: str, *, record_id: str | None = None) -> None:
+        super().__init__(message)
+        self.record_id = record_id
+
+
+class DependentsExistError(ConflictError):
+    """A record cannot be deleted because other records depend on it; close it instead."""
+
+    def __init__(self, message: str, *, record_id: str, dependants: Sequence[str]) -> None:
+        super().__init__(message, record_id=record_id)
+        self.dependants = tuple(dependants)
+
+
+class StoreError(ChronomemError):
+    """The storage backend failed, or the store is incompatible with this version."""
+
+
+class EmbedderError(ChronomemError):
+    """The embedder failed or is unavailable."""
+
+
+class EmbedderMismatchError(EmbedderError):
+    """The store was built with another embedder (model id or dimension) than the one given."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        expected_model: str | None,
+        expected_dim: int | None,
+        got_model: str | None,
+        got_dim: int | None,
+    ) -> None:
+        super().__init__(message)
+        self.expected_model = expected_model
+        self.expected_dim = expected_dim
+        self.got_model = got_model
+        self.got_dim = got_dim
+
+
+class LLMError(ChronomemError):
+    """An LLM call failed (transport, status, timeout, or an answer that cannot be used)."""
+
+
+class CitationError(LLMError):
+    """An LLM answer cites evidence that is out of range, missing, or invisible."""

@@ -1,0 +1,28 @@
+"""Value types of chronomem: records, write results, hits and their breakdowns."""
+
+from chronomem.model.ids import IdFactory, id_instant
+from chronomem.model.record import (
+    Breakdown,
+    EvidenceStatus,
+    Hit,
+    Kind,
+    Record,
+    Sensitivity,
+    Status,
+    Weights,
+    WriteResult,
+)
+
+__all__ = [
+    "Breakdown",
+    "EvidenceStatus",
+    "Hit",
+    "IdFactory",
+    "Kind",
+    "Record",
+    "Sensitivity",
+    "Status",
+    "Weights",
+    "WriteResult",
+    "id_instant",
+]

@@ -1,0 +1,208 @@
+"""Records and the values reads and writes return (DESIGN §1, §3)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+__all__ = [
+    "Breakdown",
+    "EvidenceStatus",
+    "Hit",
+    "Kind",
+    "Record",
+    "Sensitivity",
+    "Status",
+    "Weights",
+    "WriteResult",
+]
+
+
+class Kind(StrEnum):
+    """What a record is. Serialised the same in SQL, JSON and CLI flags."""
+
+    OBSERVATION = "observation"
+    CHAT = "chat"
+    THOUGHT = "thought"
+    REFLECTION = "reflection"
+    PLAN = "plan"
+    FACT = "fact"
+    INSTRUCTION = "instruction"
+    DECISION = "decision"
+
+
+class Sensitivity(StrEnum):
+    """``secret`` and ``personal`` records are purged (not merely deleted) when forgotten."""
+
+    NORMAL = "normal"
+    PERSONAL = "personal"
+    SECRET = "secret"
+
+
+class Status(StrEnum):
+    """Lifecycle status. Closed and superseded records stay readable by id and in history."""
+
+    OPEN = "open"
+    SUPERSEDED = "superseded"
+    CLOSED = "closed"
+
+
+class EvidenceStatus(StrEnum):
+    """Integrity of a record's cited evidence (meaningful for reflections)."""
+
+    OK = "ok"
+    SUPERSEDED = "evidence_superseded"
+    MISSING = "evidence_missing"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Record:
+    """One memory, with every field of DESIGN §1/§3. Instants are aware UTC.
+
+    ``superseded_at`` is the instant the record stopped being open, whether a successor replaced it
+    (``status == "superseded"``, ``superseded_by`` set) or ``close()`` closed it.
+    """
+
+    id: str
+    space: str
+    agent: str
+    kind: Kind
+    text: str
+    importance: float
+    occurred_at: datetime
+    recorded_at: datetime
+    last_accessed_at: datetime
+    last_verified_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    status: Status = Status.OPEN
+    superseded_by: str | None = None
+    superseded_at: datetime | None = None
+    closed_reason: str | None = None
+    supersedes: tuple[str, ...] = ()
+    domain: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    evidence: tuple[str, ...] = ()
+    depth: int = 0
+    event_id: str | None = None
+    sensitivity: Sensitivity = Sensitivity.NORMAL
+    evidence_status: EvidenceStatus = EvidenceStatus.OK
+    feedback_score: float = 0.0
+    has_embedding: bool = False
+
+    def is_visible(self, as_of: datetime, *, include_history: bool = False) -> bool:
+        """Whether a read at ``as_of`` may return this record (DESIGN §2 step 1, per record)."""
+        if self.recorded_at > as_of:
+            return False
+        if include_history:
+            return True
+        return self.superseded_at is None or self.superseded_at > as_of
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; instants as ISO 8601 with offset, enums as their values."""
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, datetime):
+                value = value.isoformat()
+            elif isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            out[name] = value
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteResult:
+    """The outcome of one write. ``stored=False`` carries a ``reason`` and no id."""
+
+    stored: bool
+    id: str | None
+    reason: str | None = None
+    duplicate_of: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Weights:
+    """Weights of the episodic score (DESIGN §2 step 4)."""
+
+    relevance: float = 1.0
+    recency: float = 1.0
+    importance: float = 1.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Breakdown:
+    """Why a hit scored what it did: raw and normalised components, weights and factors.
+
+    ``relevance_dense`` is the raw cosine, ``relevance_lexical`` the raw BM25 (higher is better);
+    either is ``None`` when that signal was not used. ``recency_raw`` is ``decay ** (age / unit)``
+    for elapsed recency, or ``decay ** position`` for the code-compatible ordinal recency.
+    """
+
+    preset: str
+    normalisation: str
+    relevance_mode: str
+    relevance_dense: float | None
+    relevance_lexical: float | None
+    relevance: float
+    recency_mode: str
+    age: timedelta
+    recency_raw: float
+    recency: float
+    importance_raw: float
+    importance: float
+    weights: Weights
+    episodic: float
+    factors: Mapping[str, float]
+    final: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "preset": self.preset,
+            "normalisation": self.normalisation,
+            "relevance_mode": self.relevance_mode,
+            "relevance_dense": self.relevance_dense,
+            "relevance_lexical": self.relevance_lexical,
+            "relevance": self.relevance,
+            "recency_mode": self.recency_mode,
+            "age_seconds": self.age.total_seconds(),
+            "recency_raw": self.recency_raw,
+            "recency": self.recency,
+            "importance_raw": self.importance_raw,
+            "importance": self.importance,
+            "weights": {
+                "relevance": self.weights.relevance,
+                "recency": self.weights.recency,
+                "importance": self.weights.importance,
+            },
+            "episodic": self.episodic,
+            "factors": dict(self.factors),
+            "final": self.final,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hit:
+    """One result of a read. ``holders`` lists every agent holding the same text (multi-agent
+    reads collapse duplicates into one hit); ``record_ids`` the matching record of each holder."""
+
+    record: Record
+    score: float
+    breakdown: Breakdown | None = None
+    holders: tuple[str, ...] = ()
+    record_ids: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "record": self.record.to_dict(),
+            "score": self.score,
+            "holders": list(self.holders),
+            "record_ids": list(self.record_ids),
+            "breakdown": None if self.breakdown is None else self.breakdown.to_dict(),
+        }

@@ -1,0 +1,84 @@
+"""Shared fixtures: a settable clock, real SQLite files, fixed vectors, and the real model."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from chronomem import Memory, SimClock
+
+T0 = datetime(2024, 1, 1, 9, 0, tzinfo=UTC)
+
+
+class FixedEmbedder:
+    """A deterministic embedder for unit tests of pure logic: known texts map to given vectors,
+    anything else to a hash-seeded random unit vector. Not a stand-in for the real model."""
+
+    def __init__(
+        self,
+        vectors: dict[str, Sequence[float]] | None = None,
+        *,
+        dim: int = 8,
+        model_id: str = "test/fixed",
+    ) -> None:
+        self._vectors = {k: np.asarray(v, dtype=np.float32) for k, v in (vectors or {}).items()}
+        self._dim = dim
+        self._model_id = model_id
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def vector(self, text: str) -> npt.NDArray[np.float32]:
+        if text in self._vectors:
+            return self._vectors[text]
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        v = np.random.default_rng(seed).normal(size=self._dim).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> npt.NDArray[np.float32]:
+        return (
+            np.stack([self.vector(t) for t in texts])
+            if texts
+            else np.empty((0, self._dim), np.float32)
+        )
+
+
+@pytest.fixture
+def clock() -> SimClock:
+    return SimClock(T0)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "memory.db"
+
+
+@pytest.fixture
+def mem(db_path: Path, clock: SimClock) -> Iterator[Memory]:
+    """A real SQLite file, no embedder: tests pass vectors explicitly."""
+    with Memory.open(db_path, embedder=None, clock=clock, preset="generative-agents") as m:
+        yield m
+
+
+@pytest.fixture(scope="session")
+def minilm():  # type: ignore[no-untyped-def]
+    """The real bundled all-MiniLM-L6-v2, one torch thread."""
+    from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(num_threads=1)
+
+
+def unit(*values: float) -> npt.NDArray[np.float32]:
+    v = np.asarray(values, dtype=np.float32)
+    return v / np.linalg.norm(v)
