@@ -1,0 +1,61 @@
+"""The embedder contract and vector validation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from chronomem.errors import InvalidInputError
+
+__all__ = ["Embedder", "as_vector"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors.
+
+    ``model_id`` names the model (recorded in the store: a store built with one model refuses
+    another); ``dim`` is the vector length. ``embed`` returns an ``(n, dim)`` float32 array.
+    """
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> npt.NDArray[np.float32]: ...
+
+
+def as_vector(
+    value: object, *, dim: int | None, name: str = "embedding"
+) -> npt.NDArray[np.float32]:
+    """Validate a caller-supplied vector: 1-D, finite, non-zero, of length ``dim`` (if known).
+
+    Returns it as a contiguous float32 array (the stored form).
+    """
+    try:
+        vector = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"{name} must be a sequence of numbers: {exc}", field=name
+        ) from None
+    if vector.ndim != 1 or vector.size == 0:
+        raise InvalidInputError(
+            f"{name} must be a non-empty 1-D vector; got shape {vector.shape}", field=name
+        )
+    if not np.all(np.isfinite(vector)):
+        raise InvalidInputError(f"{name} contains NaN or infinite values", field=name)
+    if dim is not None and vector.size != dim:
+        raise InvalidInputError(
+            f"{name} has length {vector.size}; this store's vectors have length {dim}", field=name
+        )
+    as32 = vector.astype(np.float32)
+    if not np.any(as32):
+        raise InvalidInputError(f"{name} is the zero vector; cosine is undefined", field=name)
+    if not np.all(np.isfinite(as32)):
+        raise InvalidInputError(f"{name} overflows float32", field=name)
+    return np.ascontiguousarray(as32)

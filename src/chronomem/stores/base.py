@@ -1,0 +1,160 @@
+"""The storage contract every backend implements (SQLite now, PostgreSQL later).
+
+Stores speak in values: :class:`~chronomem.model.Record` for single records and
+:class:`RecordColumns` for the columnar batches that feed the in-memory scoring arrays. Instants
+cross this boundary as integer microseconds since the Unix epoch in columns and as aware datetimes
+in records. Every write method is one transaction: it either all happens or none of it does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from chronomem.model.record import Record
+
+__all__ = [
+    "NEVER",
+    "SINCE_EVER",
+    "EmbeddingMeta",
+    "LexicalMatches",
+    "MemoryStore",
+    "RecordColumns",
+    "StoredRecord",
+]
+
+# Sentinels for open-ended instants in integer columns: "no valid_until" is NEVER, "no
+# valid_from / never verified" is SINCE_EVER. Chosen so plain comparisons implement the semantics.
+NEVER = np.iinfo(np.int64).max
+SINCE_EVER = np.iinfo(np.int64).min
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+F32 = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EmbeddingMeta:
+    """What the store's vectors are: the model that made them (``None`` when vectors were supplied
+    by the caller) and their dimension (``None`` before the first vector)."""
+
+    model: str | None
+    dim: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredRecord:
+    """A record together with its raw (as given) embedding, for writes and exports."""
+
+    record: Record
+    embedding: F32 | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordColumns:
+    """A columnar batch of records of one space, ordered by ``pk`` ascending.
+
+    Open-ended instants use the :data:`NEVER` / :data:`SINCE_EVER` sentinels. ``embeddings`` holds
+    raw vectors (zeros where ``has_embedding`` is false) or is ``None`` when the batch has none.
+    """
+
+    pk: I64
+    ids: list[str]
+    agents: list[str]
+    kinds: list[str]
+    texts: list[str]
+    importance: F64
+    recorded_at: I64
+    last_accessed_at: I64
+    last_verified_at: I64
+    valid_from: I64
+    valid_until: I64
+    superseded_at: I64
+    feedback_score: F64
+    has_embedding: npt.NDArray[np.bool_]
+    embeddings: F32 | None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LexicalMatches:
+    """Full-text matches: the store key of each matching record and its BM25 score (higher is
+    better, >= 0)."""
+
+    pk: I64
+    score: F64
+
+
+class MemoryStore(Protocol):
+    """What the engine needs from a backend."""
+
+    location: str
+
+    def close(self) -> None: ...
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A read transaction: every read inside sees one consistent state."""
+        ...
+
+    # -- store metadata -------------------------------------------------------------------
+    def schema_version(self) -> int: ...
+
+    def embedding_meta(self) -> EmbeddingMeta: ...
+
+    def set_embedding_meta(self, meta: EmbeddingMeta) -> None:
+        """Record model and dimension; allowed only while the store has no dimension yet."""
+        ...
+
+    # -- writes ---------------------------------------------------------------------------
+    def insert_records(self, space: str, items: Sequence[StoredRecord]) -> None:
+        """Insert records atomically; an id that exists raises ``ConflictError``."""
+        ...
+
+    def touch(self, space: str, ids: Sequence[str], at_us: int) -> int:
+        """Set ``last_accessed_at = max(last_accessed_at, at_us)`` for ``ids``; return how many
+        rows changed."""
+        ...
+
+    # -- reads ----------------------------------------------------------------------------
+    def get_records(self, space: str, ids: Sequence[str]) -> list[Record]:
+        """Records by id, in the order asked; unknown ids are left out."""
+        ...
+
+    def get_embedding(self, space: str, record_id: str) -> F32 | None: ...
+
+    def agents(self, space: str) -> list[str]: ...
+
+    def change_seq(self, space: str) -> int:
+        """A counter that grows with every committed change to the space."""
+        ...
+
+    def load_columns(
+        self, space: str, agents: Sequence[str], *, after_seq: int | None = None
+    ) -> RecordColumns:
+        """Every record of ``agents`` (or only those changed after ``after_seq``)."""
+        ...
+
+    def removed_since(self, space: str, after_seq: int) -> list[tuple[str, str]]:
+        """``(record_id, agent)`` of records deleted after ``after_seq``."""
+        ...
+
+    def lexical(self, space: str, agents: Sequence[str], query: str) -> LexicalMatches:
+        """BM25 over the full-text index for records of ``agents`` matching any query term."""
+        ...
+
+    def iter_records(self, space: str) -> Iterator[StoredRecord]:
+        """Every record of the space with its raw embedding, in insertion order."""
+        ...
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` exist anywhere in the store (ids are unique store-wide)."""
+        ...
+
+    def stats(self, space: str) -> dict[str, Any]: ...

@@ -1,0 +1,97 @@
+"""SQLite schema, as numbered migrations applied in order and recorded in ``schema_version``.
+
+A migration is a tuple of statements run in one transaction. Never edit a released migration;
+append a new one. Instants are INTEGER microseconds since the Unix epoch (exact round trip);
+embeddings are little-endian float32 BLOBs; JSON columns hold lists and objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["MIGRATIONS", "Migration"]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+_INITIAL = (
+    """CREATE TABLE store_meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT
+    )""",
+    """CREATE TABLE spaces (
+        space      TEXT PRIMARY KEY,
+        change_seq INTEGER NOT NULL DEFAULT 0
+    )""",
+    """CREATE TABLE agents (
+        space                  TEXT NOT NULL REFERENCES spaces(space),
+        agent                  TEXT NOT NULL,
+        importance_accumulated REAL NOT NULL DEFAULT 0,
+        PRIMARY KEY (space, agent)
+    )""",
+    # pk: AUTOINCREMENT so keys are never reused; the in-memory arrays rely on keys growing.
+    """CREATE TABLE records (
+        pk               INTEGER PRIMARY KEY AUTOINCREMENT,
+        id               TEXT NOT NULL UNIQUE,
+        space            TEXT NOT NULL,
+        agent            TEXT NOT NULL,
+        kind             TEXT NOT NULL,
+        text             TEXT NOT NULL,
+        importance       REAL NOT NULL,
+        occurred_at      INTEGER NOT NULL,
+        recorded_at      INTEGER NOT NULL,
+        last_accessed_at INTEGER NOT NULL,
+        last_verified_at INTEGER,
+        valid_from       INTEGER,
+        valid_until      INTEGER,
+        status           TEXT NOT NULL DEFAULT 'open',
+        superseded_by    TEXT,
+        superseded_at    INTEGER,
+        closed_reason    TEXT,
+        supersedes       TEXT NOT NULL DEFAULT '[]',
+        domain           TEXT,
+        tags             TEXT NOT NULL DEFAULT '[]',
+        metadata         TEXT NOT NULL DEFAULT '{}',
+        evidence         TEXT NOT NULL DEFAULT '[]',
+        depth            INTEGER NOT NULL DEFAULT 0,
+        event_id         TEXT,
+        sensitivity      TEXT NOT NULL DEFAULT 'normal',
+        evidence_status  TEXT NOT NULL DEFAULT 'ok',
+        feedback_score   REAL NOT NULL DEFAULT 0,
+        embedding        BLOB,
+        change_seq       INTEGER NOT NULL
+    )""",
+    "CREATE INDEX records_by_agent ON records(space, agent, pk)",
+    "CREATE INDEX records_by_change ON records(space, change_seq)",
+    """CREATE TABLE tombstones (
+        space      TEXT NOT NULL,
+        record_id  TEXT NOT NULL,
+        agent      TEXT NOT NULL,
+        change_seq INTEGER NOT NULL
+    )""",
+    "CREATE INDEX tombstones_by_change ON tombstones(space, change_seq)",
+    # External-content FTS5 index over records.text; BM25 for lexical relevance.
+    """CREATE VIRTUAL TABLE records_fts USING fts5(
+        text, content='records', content_rowid='pk',
+        tokenize='porter unicode61 remove_diacritics 2'
+    )""",
+    """CREATE TRIGGER records_fts_insert AFTER INSERT ON records BEGIN
+        INSERT INTO records_fts(rowid, text) VALUES (new.pk, new.text);
+    END""",
+    """CREATE TRIGGER records_fts_delete AFTER DELETE ON records BEGIN
+        INSERT INTO records_fts(records_fts, rowid, text) VALUES ('delete', old.pk, old.text);
+    END""",
+    """CREATE TRIGGER records_fts_update AFTER UPDATE OF text ON records BEGIN
+        INSERT INTO records_fts(records_fts, rowid, text) VALUES ('delete', old.pk, old.text);
+        INSERT INTO records_fts(rowid, text) VALUES (new.pk, new.text);
+    END""",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "records, agents, spaces, full-text index", _INITIAL),
+)

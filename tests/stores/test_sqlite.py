@@ -1,0 +1,133 @@
+"""The SQLite store on real files: WAL, schema versions, durability, other processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from chronomem import Memory, SimClock, SQLiteStore, StoreError
+
+from ..conftest import unit
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def _python(code: str, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": SRC}
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def test_store_uses_wal_and_records_its_schema_version(db_path: Path) -> None:
+    SQLiteStore(db_path).close()
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    versions = conn.execute("SELECT version, description FROM schema_version").fetchall()
+    assert versions[0][0] == 1
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert {"records", "records_fts", "agents", "spaces", "store_meta"} <= tables
+    conn.close()
+
+
+def test_reopening_applies_no_migration_twice(db_path: Path) -> None:
+    SQLiteStore(db_path).close()
+    store = SQLiteStore(db_path)
+    assert store.schema_version() == 1
+    store.close()
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0] == 1
+    conn.close()
+
+
+def test_a_store_from_a_newer_version_is_refused(db_path: Path) -> None:
+    SQLiteStore(db_path).close()
+    conn = sqlite3.connect(db_path)
+    conn.execute("INSERT INTO schema_version VALUES (999, 'future', '2030-01-01')")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match="newer"):
+        SQLiteStore(db_path)
+
+
+def test_an_acknowledged_write_survives_kill_9(db_path: Path) -> None:
+    writer = _python(
+        """
+        import sys
+        from chronomem import Memory
+        mem = Memory.open(sys.argv[1], embedder=None)
+        i = 0
+        while True:
+            result = mem.remember(f"record {i}", embedding=[1.0, float(i), 2.0])
+            print(result.id, flush=True)
+            i += 1
+        """,
+        str(db_path),
+    )
+    acknowledged = []
+    assert writer.stdout is not None
+    deadline = time.monotonic() + 60
+    while len(acknowledged) < 40 and time.monotonic() < deadline:
+        line = writer.stdout.readline()
+        if not line:
+            break
+        acknowledged.append(line.strip())
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+    assert len(acknowledged) == 40, writer.stderr.read() if writer.stderr else ""
+    with Memory.open(db_path, embedder=None) as mem:
+        for rid in acknowledged:
+            assert mem.get(rid).text.startswith("record ")
+
+
+def test_recall_sees_writes_and_touches_of_another_process(db_path: Path, clock: SimClock) -> None:
+    with Memory.open(db_path, embedder=None, clock=clock) as mem:
+        first = mem.remember("first", embedding=unit(1, 0)).id
+        assert [h.record.id for h in mem.peek("q", query_embedding=unit(1, 0))] == [first]
+        other = _python(
+            """
+            import sys
+            from datetime import datetime, timedelta, UTC
+            from chronomem import Memory, SimClock
+            clock = SimClock(datetime.fromisoformat(sys.argv[2]) + timedelta(hours=2))
+            with Memory.open(sys.argv[1], embedder=None, clock=clock) as mem:
+                print(mem.remember("second", embedding=[0.0, 1.0]).id)
+                mem.recall("q", query_embedding=[1.0, 0.0], k=1)
+            """,
+            str(db_path),
+            clock.now().isoformat(),
+        )
+        out, err = other.communicate(timeout=120)
+        assert other.returncode == 0, err
+        second = out.strip()
+        touched_at = clock.now() + timedelta(hours=2)
+        clock.advance(hours=3)
+        hits = mem.peek("q", query_embedding=unit(1, 0), k=5, explain=True)
+        assert [h.record.id for h in hits] == [first, second]
+        # The other process's touch reached the store and this process's arrays (recency).
+        assert hits[0].record.last_accessed_at == touched_at
+        assert hits[0].breakdown is not None
+        assert hits[0].breakdown.age == timedelta(hours=1)
+
+
+def test_full_text_index_follows_the_records(db_path: Path) -> None:
+    with Memory.open(db_path, embedder=None) as mem:
+        mem.remember("the lighthouse keeper lit the lamp")
+        mem.remember("bread prices doubled in the market")
+        matches = mem.store.lexical(mem.space, ["default"], "lamp lighthouse")
+        assert matches.pk.size == 1
+        assert matches.score[0] > 0
+        assert mem.store.lexical(mem.space, ["default"], "???").pk.size == 0
