@@ -1,0 +1,257 @@
+"""Per-agent in-memory arrays that mirror the store, so a recall is a few vectorised passes
+(DESIGN §6).
+
+Every committed change bumps the space's ``change_seq``. Before a read, :class:`SpaceIndex` compares
+its last seen sequence with the store's and fetches exactly the rows changed since (by this process
+or any other process writing the same store), inside the read's snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from chronomem.errors import StoreError
+from chronomem.model.record import Kind
+from chronomem.stores.base import NEVER, SINCE_EVER, MemoryStore, RecordColumns
+from chronomem.text import dedup_key
+
+__all__ = ["KIND_CODES", "AgentArrays", "SpaceIndex"]
+
+KIND_CODES: dict[Kind, int] = {kind: code for code, kind in enumerate(Kind)}
+_ID_DTYPE = np.dtype("<U26")
+
+F32 = npt.NDArray[np.float32]
+
+
+def _unit_rows(vectors: F32) -> F32:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    np.maximum(norms, np.float32(1e-30), out=norms)
+    out: F32 = (vectors / norms).astype(np.float32, copy=False)
+    return out
+
+
+class AgentArrays:
+    """Columns of one agent's records, in store-key order, with spare capacity for appends.
+
+    Attributes are full-capacity arrays; use ``[: self.n]`` (the :meth:`view` helpers) to read.
+    Embeddings are unit-normalised so a matrix-vector product is the cosine.
+    """
+
+    _I64_FIELDS = (
+        "pk",
+        "recorded_at",
+        "last_accessed_at",
+        "last_verified_at",
+        "valid_from",
+        "valid_until",
+        "superseded_at",
+    )
+    _F64_FIELDS = ("importance", "feedback_score")
+
+    def __init__(self, agent: str, dim: int | None, capacity: int = 16) -> None:
+        self.agent = agent
+        self.n = 0
+        self.dim = dim
+        cap = max(capacity, 16)
+        for name in self._I64_FIELDS:
+            setattr(self, name, np.zeros(cap, dtype=np.int64))
+        for name in self._F64_FIELDS:
+            setattr(self, name, np.zeros(cap, dtype=np.float64))
+        self.kind = np.zeros(cap, dtype=np.int8)
+        self.has_embedding = np.zeros(cap, dtype=np.bool_)
+        self.ids = np.empty(cap, dtype=_ID_DTYPE)
+        self.emb: F32 | None = None if dim is None else np.zeros((cap, dim), dtype=np.float32)
+        self.texts: list[str] = []
+        self.position: dict[str, int] = {}
+        self._derived: dict[object, npt.NDArray[np.generic]] = {}
+        self._bounds: tuple[int, int, int, int] | None = None
+
+    # typed accessors for the dynamic columns (mypy cannot see setattr)
+    pk: npt.NDArray[np.int64]
+    recorded_at: npt.NDArray[np.int64]
+    last_accessed_at: npt.NDArray[np.int64]
+    last_verified_at: npt.NDArray[np.int64]
+    valid_from: npt.NDArray[np.int64]
+    valid_until: npt.NDArray[np.int64]
+    superseded_at: npt.NDArray[np.int64]
+    importance: npt.NDArray[np.float64]
+    feedback_score: npt.NDArray[np.float64]
+
+    @property
+    def capacity(self) -> int:
+        return int(self.pk.shape[0])
+
+    def _grow(self, needed: int) -> None:
+        cap = self.capacity
+        if needed <= cap:
+            return
+        new_cap = max(needed, cap * 2)
+        for name in (*self._I64_FIELDS, *self._F64_FIELDS, "kind", "has_embedding", "ids"):
+            old = getattr(self, name)
+            new = np.zeros(new_cap, dtype=old.dtype)
+            new[: self.n] = old[: self.n]
+            setattr(self, name, new)
+        if self.emb is not None:
+            emb = np.zeros((new_cap, self.emb.shape[1]), dtype=np.float32)
+            emb[: self.n] = self.emb[: self.n]
+            self.emb = emb
+
+    def set_dim(self, dim: int) -> None:
+        if self.dim == dim and self.emb is not None:
+            return
+        if self.dim is not None and self.dim != dim:
+            raise StoreError(f"embedding dimension changed from {self.dim} to {dim}")
+        self.dim = dim
+        self.emb = np.zeros((self.capacity, dim), dtype=np.float32)
+
+    def _write_rows(
+        self, at: npt.NDArray[np.intp], cols: RecordColumns, rows: npt.NDArray[np.intp]
+    ) -> None:
+        self._bounds = None
+        for name in (*self._I64_FIELDS, *self._F64_FIELDS):
+            getattr(self, name)[at] = getattr(cols, name)[rows]
+        self.has_embedding[at] = cols.has_embedding[rows]
+        if cols.embeddings is not None:
+            self.set_dim(cols.embeddings.shape[1])
+            assert self.emb is not None
+            self.emb[at] = _unit_rows(cols.embeddings[rows])
+
+    def append(self, cols: RecordColumns, rows: npt.NDArray[np.intp]) -> None:
+        """Append ``rows`` of ``cols`` (their keys must be larger than every key held)."""
+        if rows.size == 0:
+            return
+        start = self.n
+        self._grow(start + rows.size)
+        at = np.arange(start, start + rows.size)
+        self._write_rows(at, cols, rows)
+        self.kind[at] = [KIND_CODES[Kind(cols.kinds[i])] for i in rows]
+        self.ids[at] = [cols.ids[i] for i in rows]
+        for offset, i in enumerate(rows):
+            self.position[cols.ids[i]] = start + offset
+            self.texts.append(cols.texts[i])
+        self.n = start + rows.size
+        if start and self.pk[start - 1] >= self.pk[start]:
+            raise StoreError("store keys are not increasing; the in-memory index is out of sync")
+        self._derived.clear()
+
+    def update(self, cols: RecordColumns, rows: npt.NDArray[np.intp]) -> None:
+        """Overwrite the mutable columns of rows already held (texts and kinds never change)."""
+        at = np.fromiter((self.position[cols.ids[i]] for i in rows), dtype=np.intp, count=rows.size)
+        self._write_rows(at, cols, rows)
+
+    def remove(self, ids: Sequence[str]) -> None:
+        drop = sorted(self.position[i] for i in ids if i in self.position)
+        if not drop:
+            return
+        keep = np.ones(self.n, dtype=np.bool_)
+        keep[drop] = False
+        for name in (*self._I64_FIELDS, *self._F64_FIELDS, "kind", "has_embedding", "ids"):
+            arr = getattr(self, name)
+            kept = arr[: self.n][keep]
+            arr[: kept.shape[0]] = kept
+        if self.emb is not None:
+            kept_emb = self.emb[: self.n][keep]
+            self.emb[: kept_emb.shape[0]] = kept_emb
+            self.emb[kept_emb.shape[0] : self.n] = 0.0
+        self.texts = [t for t, k in zip(self.texts, keep, strict=True) if k]
+        self.n = int(keep.sum())
+        self.position = {str(i): p for p, i in enumerate(self.ids[: self.n])}
+        self._derived.clear()
+        self._bounds = None
+
+    # -- derived values, cached until the rows change ------------------------------------
+    def bounds(self) -> tuple[int, int, int, int]:
+        """``(max recorded_at, min superseded_at, max valid_from, min valid_until)``: when an
+        instant lies inside them every row is visible and reads skip the visibility mask."""
+        if self._bounds is None:
+            n = self.n
+            if n == 0:
+                self._bounds = (SINCE_EVER, NEVER, SINCE_EVER, NEVER)
+            else:
+                self._bounds = (
+                    int(self.recorded_at[:n].max()),
+                    int(self.superseded_at[:n].min()),
+                    int(self.valid_from[:n].max()),
+                    int(self.valid_until[:n].min()),
+                )
+        return self._bounds
+
+    def text_keys(self) -> npt.NDArray[np.int64]:
+        """Dedup keys of the normalised texts."""
+        cached = self._derived.get("text_keys")
+        if cached is None:
+            cached = np.fromiter((dedup_key(t) for t in self.texts), dtype=np.int64, count=self.n)
+            self._derived["text_keys"] = cached
+        return cached  # type: ignore[return-value]
+
+    def contains(self, substring: str) -> npt.NDArray[np.bool_]:
+        """Which texts contain ``substring`` (case-sensitive, like the reference code)."""
+        key = ("contains", substring)
+        cached = self._derived.get(key)
+        if cached is None:
+            cached = np.fromiter((substring in t for t in self.texts), dtype=np.bool_, count=self.n)
+            self._derived[key] = cached
+        return cached  # type: ignore[return-value]
+
+
+class SpaceIndex:
+    """The loaded agents of one space, synchronised with the store on every read."""
+
+    def __init__(self, store: MemoryStore, space: str, dim: int | None) -> None:
+        self._store = store
+        self._space = space
+        self._dim = dim
+        self._agents: dict[str, AgentArrays] = {}
+        self._seen_seq = 0
+
+    def set_dim(self, dim: int) -> None:
+        self._dim = dim
+        for arrays in self._agents.values():
+            arrays.set_dim(dim)
+
+    def arrays(self, agents: Sequence[str]) -> list[AgentArrays]:
+        """The synchronised arrays of ``agents`` (call inside the read's store snapshot)."""
+        seq = self._store.change_seq(self._space)
+        if seq != self._seen_seq and self._agents:
+            self._apply_changes()
+        missing = [a for a in dict.fromkeys(agents) if a not in self._agents]
+        if missing:
+            cols = self._store.load_columns(self._space, missing)
+            for agent in missing:
+                self._agents[agent] = AgentArrays(agent, self._dim)
+            self._distribute(cols)
+        self._seen_seq = seq
+        return [self._agents[a] for a in agents]
+
+    def _apply_changes(self) -> None:
+        loaded = list(self._agents)
+        cols = self._store.load_columns(self._space, loaded, after_seq=self._seen_seq)
+        self._distribute(cols)
+        removed: dict[str, list[str]] = {}
+        for record_id, agent in self._store.removed_since(self._space, self._seen_seq):
+            removed.setdefault(agent, []).append(record_id)
+        for agent, ids in removed.items():
+            if agent in self._agents:
+                self._agents[agent].remove(ids)
+
+    def _distribute(self, cols: RecordColumns) -> None:
+        if len(cols) == 0:
+            return
+        if cols.embeddings is not None and self._dim is None:
+            self.set_dim(cols.embeddings.shape[1])
+        by_agent: dict[str, list[int]] = {}
+        for row, agent in enumerate(cols.agents):
+            by_agent.setdefault(agent, []).append(row)
+        for agent, row_list in by_agent.items():
+            arrays = self._agents.get(agent)
+            if arrays is None:
+                continue
+            rows = np.asarray(row_list, dtype=np.intp)
+            known = np.fromiter(
+                (cols.ids[i] in arrays.position for i in row_list), dtype=np.bool_, count=rows.size
+            )
+            arrays.update(cols, rows[known])
+            arrays.append(cols, rows[~known])

@@ -1,0 +1,105 @@
+"""Score components and their normalisation (DESIGN §2 steps 2–3). Pure functions on arrays.
+
+Normalisations are returned as :class:`Affine` maps (``x * scale + shift``) instead of normalised
+arrays: the engine folds them into one weighted sum over the raw components, and computes
+normalised values only for the rows it explains. Functions that take a boolean ``mask`` of the
+candidates ignore rows outside it when computing ranges.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "Affine",
+    "elapsed_recency",
+    "fixed_lexical",
+    "minmax",
+    "ordinal_recency",
+]
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True)
+class Affine:
+    """``x -> x * scale + shift``: a normalisation, applied lazily."""
+
+    scale: float
+    shift: float
+
+    def __call__(self, values: F64) -> F64:
+        return values * self.scale + self.shift
+
+    def at(self, value: float) -> float:
+        return float(value) * self.scale + self.shift
+
+
+IDENTITY = Affine(1.0, 0.0)
+
+
+def elapsed_recency(last_accessed_us: I64, as_of_us: int, decay: float, unit_us: int) -> F64:
+    """``decay ** (age / unit)`` with ``age = max(0, as_of - last_accessed)`` (the paper's recency).
+
+    Ages are integer microseconds, so shifting every instant and ``as_of`` by the same amount
+    changes nothing. A record accessed after ``as_of`` (or stamped in the future) has age 0.
+    The result is in (0, 1] and non-increasing in age.
+    """
+    age = np.subtract(np.int64(as_of_us), last_accessed_us)
+    np.maximum(age, 0, out=age)
+    if decay == 1.0:
+        return np.ones(age.shape[0], dtype=np.float64)
+    out = age.astype(np.float64)
+    out *= math.log(decay) / float(unit_us)
+    return np.exp(out, out=out)
+
+
+def ordinal_recency(last_accessed_us: I64, recorded_at_us: I64, mask: Mask, decay: float) -> F64:
+    """The Generative Agents code's recency: ``decay ** i`` for ``i = 1..n`` over the candidates
+    sorted by last access *ascending* — so the oldest-accessed memory gets the highest value.
+
+    Equal access times keep the code's list order, newest-recorded first.
+    """
+    out = np.zeros(last_accessed_us.shape[0], dtype=np.float64)
+    candidates = np.flatnonzero(mask)
+    if candidates.size == 0:
+        return out
+    order = np.lexsort((-recorded_at_us[candidates], last_accessed_us[candidates]))
+    positions = np.arange(1, candidates.size + 1, dtype=np.float64)
+    out[candidates[order]] = np.power(decay, positions)
+    return out
+
+
+def _range(values: F64, mask: Mask | None) -> tuple[float, float]:
+    if mask is None:
+        return float(values.min()), float(values.max())
+    return (
+        float(np.min(values, where=mask, initial=np.inf)),
+        float(np.max(values, where=mask, initial=-np.inf)),
+    )
+
+
+def minmax(values: F64, mask: Mask | None) -> Affine:
+    """Rescale to [0, 1] over the candidates (``mask=None``: every row is one); a zero range maps
+    everything to 0.5, never NaN."""
+    if values.shape[0] == 0 or (mask is not None and not mask.any()):
+        return Affine(0.0, 0.5)
+    lo, hi = _range(values, mask)
+    span = hi - lo
+    if not span > 0.0 or not math.isfinite(span):
+        return Affine(0.0, 0.5)
+    return Affine(1.0 / span, -lo / span)
+
+
+def fixed_lexical(values: F64, mask: Mask | None) -> Affine:
+    """BM25 divided by the best BM25 among the candidates (0 when nothing matched)."""
+    if values.shape[0] == 0:
+        return Affine(0.0, 0.0)
+    best = float(values.max()) if mask is None else float(np.max(values, where=mask, initial=0.0))
+    return Affine(1.0 / best, 0.0) if best > 0.0 else Affine(0.0, 0.0)

@@ -1,0 +1,214 @@
+"""The episodic score and the deterministic ranking (DESIGN §2 steps 3, 4, 5 hook, 7).
+
+``score`` computes the final score of every row as one weighted sum over the raw components,
+with each normalisation folded in as an affine map; normalised values are computed per row only
+for explanations (:meth:`Scores.components`). ``rank`` picks the top k by final score, then
+``recorded_at`` descending, then id — identical inputs give identical output, and the order rows
+arrive in never matters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+import numpy as np
+import numpy.typing as npt
+
+from chronomem.config import Normalisation, RecencyMode, RelevanceMode, ScoringConfig
+from chronomem.scoring.components import (
+    IDENTITY,
+    Affine,
+    elapsed_recency,
+    fixed_lexical,
+    minmax,
+    ordinal_recency,
+)
+
+__all__ = ["Candidates", "Components", "Scores", "effective_relevance", "rank", "score"]
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
+_ONE_US = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Candidates:
+    """Columns for every row that might be scored; ``mask`` marks the actual candidates
+    (``None``: every row is one).
+
+    ``dense`` is the raw cosine to the query (``None`` without a query vector); ``lexical`` the raw
+    BM25 (``None`` when lexical relevance is not used). ``factor`` multiplies the episodic score
+    (the lifecycle factor, DESIGN §2 step 5); ``None`` means 1.
+    """
+
+    mask: Mask | None
+    importance: F64
+    last_accessed_at: I64
+    recorded_at: I64
+    dense: F64 | None
+    lexical: F64 | None
+    factor: F64 | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Components:
+    """One row's components, raw and normalised (for explanations)."""
+
+    dense: float | None
+    lexical: float | None
+    relevance: float
+    age_us: int
+    recency_raw: float
+    recency: float
+    importance_raw: float
+    importance: float
+    episodic: float
+    factor: float
+    final: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scores:
+    """The final score per row (``-inf`` outside the candidates) and what is needed to explain
+    any row: raw columns and the normalisation maps."""
+
+    relevance_mode: RelevanceMode
+    config: ScoringConfig
+    candidates: Candidates
+    as_of_us: int
+    dense_used: F64 | None
+    recency_raw: F64
+    norm_dense: Affine
+    norm_lexical: Affine
+    norm_recency: Affine
+    norm_importance: Affine
+    final: F64
+
+    def components(self, row: int) -> Components:
+        c, cfg = self.candidates, self.config
+        dense = None if c.dense is None else float(c.dense[row])
+        lexical = None if c.lexical is None else float(c.lexical[row])
+        d = 0.0 if self.dense_used is None else self.norm_dense.at(self.dense_used[row])
+        lx = 0.0 if c.lexical is None else self.norm_lexical.at(c.lexical[row])
+        mode = self.relevance_mode
+        if mode is RelevanceMode.DENSE:
+            relevance = d
+        elif mode is RelevanceMode.LEXICAL:
+            relevance = lx
+        else:
+            relevance = cfg.dense_share * d + (1.0 - cfg.dense_share) * lx
+        recency = self.norm_recency.at(self.recency_raw[row])
+        importance = self.norm_importance.at(c.importance[row])
+        w = cfg.weights
+        episodic = w.relevance * relevance + w.recency * recency + w.importance * importance
+        factor = 1.0 if c.factor is None else float(c.factor[row])
+        return Components(
+            dense=dense,
+            lexical=lexical,
+            relevance=relevance,
+            age_us=max(0, self.as_of_us - int(c.last_accessed_at[row])),
+            recency_raw=float(self.recency_raw[row]),
+            recency=recency,
+            importance_raw=float(c.importance[row]),
+            importance=importance,
+            episodic=episodic,
+            factor=factor,
+            final=float(self.final[row]),
+        )
+
+
+def effective_relevance(mode: RelevanceMode, *, has_query_vector: bool) -> RelevanceMode:
+    """Dense and hybrid relevance degrade to lexical when there is no query vector."""
+    return mode if has_query_vector else RelevanceMode.LEXICAL
+
+
+def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
+    """Score every row under ``config`` at ``as_of_us`` (integer microseconds)."""
+    n = c.importance.shape[0]
+    mask = c.mask
+    fixed = config.normalisation is Normalisation.FIXED
+    mode = effective_relevance(config.relevance, has_query_vector=c.dense is not None)
+    w = config.weights
+
+    # (raw column, coefficient) pairs of the folded weighted sum, plus its constant.
+    terms: list[tuple[F64, float]] = []
+    constant = 0.0
+
+    def add(values: F64, weight: float, norm: Affine) -> None:
+        nonlocal constant
+        constant += weight * norm.shift
+        if weight * norm.scale != 0.0:
+            terms.append((values, weight * norm.scale))
+
+    dense_share = {RelevanceMode.DENSE: 1.0, RelevanceMode.LEXICAL: 0.0}.get(
+        mode, config.dense_share
+    )
+    dense_used, norm_dense = None, Affine(0.0, 0.0)
+    if dense_share > 0.0:
+        assert c.dense is not None
+        dense_used = np.clip(c.dense, 0.0, 1.0) if fixed else c.dense
+        norm_dense = IDENTITY if fixed else minmax(dense_used, mask)
+        add(dense_used, w.relevance * dense_share, norm_dense)
+    norm_lexical = Affine(0.0, 0.0)
+    if dense_share < 1.0:
+        lexical = c.lexical if c.lexical is not None else np.zeros(n, dtype=np.float64)
+        norm_lexical = fixed_lexical(lexical, mask) if fixed else minmax(lexical, mask)
+        add(lexical, w.relevance * (1.0 - dense_share), norm_lexical)
+
+    if config.recency is RecencyMode.ORDINAL:
+        everyone = np.ones(n, dtype=np.bool_) if mask is None else mask
+        recency_raw = ordinal_recency(
+            c.last_accessed_at, c.recorded_at, everyone, config.recency_decay
+        )
+    else:
+        recency_raw = elapsed_recency(
+            c.last_accessed_at, as_of_us, config.recency_decay, config.recency_unit // _ONE_US
+        )
+    norm_recency = IDENTITY if fixed else minmax(recency_raw, mask)
+    add(recency_raw, w.recency, norm_recency)
+    norm_importance = Affine(0.1, 0.0) if fixed else minmax(c.importance, mask)
+    add(c.importance, w.importance, norm_importance)
+
+    final = np.full(n, constant, dtype=np.float64)
+    scratch = np.empty(n, dtype=np.float64)
+    for values, coefficient in terms:
+        np.multiply(values, coefficient, out=scratch)
+        final += scratch
+    if c.factor is not None:
+        final *= c.factor
+    if mask is not None:
+        final[~mask] = -np.inf
+    return Scores(
+        relevance_mode=mode,
+        config=config,
+        candidates=c,
+        as_of_us=as_of_us,
+        dense_used=dense_used,
+        recency_raw=recency_raw,
+        norm_dense=norm_dense,
+        norm_lexical=norm_lexical,
+        norm_recency=norm_recency,
+        norm_importance=norm_importance,
+        final=final,
+    )
+
+
+def rank(final: F64, recorded_at: I64, ids: npt.NDArray[np.str_], k: int) -> npt.NDArray[np.intp]:
+    """Row positions of the top ``k`` candidates: final desc, recorded_at desc, id asc.
+
+    Rows whose score is ``-inf`` are not candidates. Every row tied with the k-th score takes part
+    in the tie-break, so the result does not depend on row order.
+    """
+    n = final.shape[0]
+    if n == 0 or k <= 0:
+        return np.empty(0, dtype=np.intp)
+    if n > k:
+        top = np.argpartition(final, n - k)[n - k :]
+        kth = final[top].min()
+        candidates = np.flatnonzero(final >= kth) if kth > -np.inf else np.flatnonzero(final > kth)
+    else:
+        candidates = np.flatnonzero(final > -np.inf)
+    order = np.lexsort((ids[candidates], -recorded_at[candidates], -final[candidates]))
+    return candidates[order[:k]]
