@@ -1,0 +1,106 @@
+"""chronomem: a memory engine for LLM agents and multi-agent simulations.
+
+>>> from chronomem import Memory, SimClock
+>>> from datetime import datetime, UTC
+>>> clock = SimClock(datetime(2023, 2, 13, 8, tzinfo=UTC))
+>>> with Memory.open(":memory:", embedder=None, clock=clock) as mem:  # doctest: +SKIP
+...     mem.remember("Isabella is planning a Valentine's Day party", agent="isabella")
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from chronomem.archive import ImportReport
+from chronomem.clock import Clock, SimClock, SystemClock, Ticks, require_aware
+from chronomem.config import (
+    PRESETS,
+    Normalisation,
+    RecencyMode,
+    RelevanceMode,
+    ScoringConfig,
+    resolve_preset,
+)
+from chronomem.embedders.base import Embedder
+from chronomem.engine import DEFAULT_IMPORTANCE, Memory
+from chronomem.errors import (
+    ChronomemError,
+    CitationError,
+    ConfigError,
+    ConflictError,
+    DependentsExistError,
+    EmbedderError,
+    EmbedderMismatchError,
+    InvalidInputError,
+    LLMError,
+    NotFoundError,
+    StoreError,
+)
+from chronomem.model import (
+    Breakdown,
+    EvidenceStatus,
+    Hit,
+    Kind,
+    Record,
+    Sensitivity,
+    Status,
+    Weights,
+    WriteResult,
+)
+from chronomem.stores.base import MemoryStore
+from chronomem.stores.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "Breakdown",
+    "ChronomemError",
+    "CitationError",
+    "Clock",
+    "ConfigError",
+    "ConflictError",
+    "DEFAULT_IMPORTANCE",
+    "DependentsExistError",
+    "Embedder",
+    "EmbedderError",
+    "EmbedderMismatchError",
+    "EvidenceStatus",
+    "Hit",
+    "ImportReport",
+    "InvalidInputError",
+    "Kind",
+    "LLMError",
+    "Memory",
+    "MemoryStore",
+    "Normalisation",
+    "NotFoundError",
+    "PRESETS",
+    "RecencyMode",
+    "Record",
+    "RelevanceMode",
+    "SQLiteStore",
+    "ScoringConfig",
+    "Sensitivity",
+    "SentenceTransformerEmbedder",
+    "SimClock",
+    "Status",
+    "StoreError",
+    "SystemClock",
+    "Ticks",
+    "Weights",
+    "WriteResult",
+    "require_aware",
+    "resolve_preset",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # The default embedder pulls in torch; import it only when asked for.
+    if name == "SentenceTransformerEmbedder":
+        from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
+
+        return SentenceTransformerEmbedder
+    raise AttributeError(f"module 'chronomem' has no attribute {name!r}")

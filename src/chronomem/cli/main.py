@@ -1,0 +1,296 @@
+"""The ``chronomem`` command: a thin adapter over :class:`~chronomem.Memory`.
+
+Configuration is read in exactly one place, :func:`settings`. Every ``ChronomemError`` becomes a
+one-line message on stderr and exit code 1; usage errors exit with 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from chronomem.clock import require_aware
+from chronomem.config import PRESETS
+from chronomem.engine import Memory
+from chronomem.errors import ChronomemError, InvalidInputError
+from chronomem.model.record import Hit, Kind, Record, Sensitivity
+
+__all__ = ["Settings", "build_parser", "main", "settings"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    db: str
+    space: str
+    embedder: bool
+    torch_threads: int | None
+
+
+def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
+    """The one place the CLI reads its environment: ``CHRONOMEM_DB``, ``CHRONOMEM_SPACE``,
+    ``CHRONOMEM_TORCH_THREADS``. Flags win over the environment."""
+    threads = environ.get("CHRONOMEM_TORCH_THREADS")
+    return Settings(
+        db=args.db or environ.get("CHRONOMEM_DB") or "chronomem.db",
+        space=args.space or environ.get("CHRONOMEM_SPACE") or "default",
+        embedder=not args.no_embedder,
+        torch_threads=int(threads) if threads else None,
+    )
+
+
+def _instant(text: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO 8601 instant (e.g. 2024-01-31T09:00:00Z)"
+        ) from None
+    try:
+        return require_aware(parsed, "time")
+    except InvalidInputError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has no UTC offset; add one, e.g. {text}Z or {text}+02:00"
+        ) from None
+
+
+def _open(cfg: Settings, preset: str | None = None) -> Memory:
+    embedder: Any = None
+    if cfg.embedder:
+        from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
+
+        embedder = SentenceTransformerEmbedder(num_threads=cfg.torch_threads)
+    return Memory.open(cfg.db, embedder=embedder, space=cfg.space, preset=preset or "default")
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+
+
+def _short_time(value: datetime) -> str:
+    return value.strftime("%Y-%m-%d %H:%M")
+
+
+def _age(seconds: float) -> str:
+    if seconds < 3600:
+        return f"{seconds / 60:.0f}m"
+    if seconds < 86400 * 2:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"
+
+
+def format_hit(rank: int, hit: Hit) -> str:
+    """One hit as text (and its breakdown when present)."""
+    r = hit.record
+    holders = ",".join(dict.fromkeys(hit.holders or (r.agent,)))
+    marker = "" if r.status.value == "open" else f" [{r.status.value}]"
+    line = (
+        f"{rank:>3}  {hit.score:8.4f}  [{holders}] {_short_time(r.recorded_at)}  "
+        f"imp {r.importance:g}  {r.id}{marker}\n     {r.text}"
+    )
+    b = hit.breakdown
+    if b is None:
+        return line
+    rel = f"relevance {b.relevance:.3f} ({b.relevance_mode}"
+    if b.relevance_dense is not None:
+        rel += f", cosine {b.relevance_dense:.3f}"
+    if b.relevance_lexical is not None:
+        rel += f", bm25 {b.relevance_lexical:.3f}"
+    rel += ")"
+    w = b.weights
+    return (
+        f"{line}\n     {rel} x{w.relevance:g}  |  recency {b.recency:.3f} "
+        f"(raw {b.recency_raw:.4f}, {b.recency_mode}, age {_age(b.age.total_seconds())}) "
+        f"x{w.recency:g}  |  importance {b.importance:.3f} (raw {b.importance_raw:g}) "
+        f"x{w.importance:g}  =  {b.episodic:.4f}  [{b.preset}, {b.normalisation}]"
+    )
+
+
+def format_record(r: Record) -> str:
+    rows = r.to_dict()
+    width = max(len(k) for k in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows.items())
+
+
+def _cmd_remember(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg) as mem:
+        result = mem.remember(
+            args.text,
+            agent=args.agent,
+            kind=args.kind,
+            importance=args.importance,
+            occurred_at=args.occurred_at,
+            domain=args.domain,
+            tags=args.tag or (),
+            evidence=args.evidence or (),
+            sensitivity=args.sensitivity,
+        )
+    if args.json:
+        _print_json(
+            {
+                "stored": result.stored,
+                "id": result.id,
+                "reason": result.reason,
+                "duplicate_of": result.duplicate_of,
+            }
+        )
+    elif result.stored:
+        print(result.id)
+    else:
+        print(f"not stored: {result.reason} (duplicate of {result.duplicate_of})")
+    return 0
+
+
+def _cmd_recall(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg, args.preset) as mem:
+        agents = args.agent or None
+        hits = mem.recall(
+            args.query,
+            agents=agents,
+            k=args.k,
+            as_of=args.as_of,
+            touch=not args.no_touch,
+            explain=args.explain,
+            kinds=args.kind or None,
+        )
+    if args.json:
+        _print_json([h.to_dict() for h in hits])
+    elif not hits:
+        print("no memories match")
+    else:
+        print("\n".join(format_hit(i, h) for i, h in enumerate(hits, start=1)))
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg) as mem:
+        record = mem.get(args.id)
+    if args.json:
+        _print_json(record.to_dict())
+    else:
+        print(format_record(record))
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg) as mem:
+        count = mem.export(args.path)
+    print(f"exported {count} records to {args.path}")
+    return 0
+
+
+def _cmd_import(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg) as mem:
+        report = mem.import_(args.path)
+    print(f"imported {report.records} records from {report.path}")
+    for problem in report.problems:
+        print(f"  {problem}")
+    return 0
+
+
+def _cmd_stats(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg) as mem:
+        stats = mem.stats()
+    if args.json:
+        _print_json(stats)
+        return 0
+    print(f"store      {stats['store']} (schema v{stats['schema_version']})")
+    print(f"space      {stats['space']}")
+    print(f"embedder   {stats['embedding_model']} (dimension {stats['embedding_dim']})")
+    print(f"records    {stats['records']}  ({stats['bytes_on_disk']:,} bytes on disk)")
+    for agent, kinds in stats["agents"].items():
+        detail = ", ".join(f"{k} {n}" for k, n in kinds.items())
+        print(f"  {agent}: {detail}")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace, cfg: Settings) -> int:
+    from chronomem.cli.demo import run_demo
+
+    return run_demo(db=args.db or "demo.chronomem.db", fresh=args.fresh, threads=cfg.torch_threads)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", help="store file (default: $CHRONOMEM_DB or ./chronomem.db)")
+    common.add_argument("--space", help="namespace inside the store (default: 'default')")
+    common.add_argument(
+        "--no-embedder",
+        action="store_true",
+        help="do not load the embedding model: lexical relevance only",
+    )
+    parser = argparse.ArgumentParser(
+        prog="chronomem",
+        description="A memory engine for LLM agents and multi-agent simulations.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("remember", parents=[common], help="store a memory")
+    p.add_argument("text")
+    p.add_argument("--agent", default="default", help="whose memory (default: 'default')")
+    p.add_argument("--kind", default="observation", choices=[k.value for k in Kind])
+    p.add_argument("--importance", type=float, help="1 (mundane) .. 10 (life-changing)")
+    p.add_argument("--occurred-at", type=_instant, help="world time, ISO 8601 with offset")
+    p.add_argument("--domain")
+    p.add_argument("--tag", action="append", help="repeatable")
+    p.add_argument("--evidence", action="append", help="cited record id (repeatable)")
+    p.add_argument("--sensitivity", default="normal", choices=[s.value for s in Sensitivity])
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_cmd_remember)
+
+    p = sub.add_parser("recall", parents=[common], help="the best memories for a query")
+    p.add_argument("query")
+    p.add_argument("--agent", action="append", help="whose memories (repeatable; default: all)")
+    p.add_argument("-k", type=int, default=10, help="how many (default 10)")
+    p.add_argument("--as-of", type=_instant, help="evaluate at this instant (default: now)")
+    p.add_argument("--kind", action="append", choices=[k.value for k in Kind])
+    p.add_argument("--preset", choices=sorted(PRESETS), help="scoring preset (default: default)")
+    p.add_argument("--explain", action="store_true", help="show each score's components")
+    p.add_argument("--no-touch", action="store_true", help="read-only: do not mark as accessed")
+    p.add_argument("--json", action="store_true", help="print hits as JSON")
+    p.set_defaults(func=_cmd_recall)
+
+    p = sub.add_parser("show", parents=[common], help="one record by id, every field")
+    p.add_argument("id")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_show)
+
+    p = sub.add_parser("export", parents=[common], help="write the space to a JSONL archive")
+    p.add_argument("path")
+    p.set_defaults(func=_cmd_export)
+
+    p = sub.add_parser("import", parents=[common], help="load a JSONL archive (ids preserved)")
+    p.add_argument("path")
+    p.set_defaults(func=_cmd_import)
+
+    p = sub.add_parser("stats", parents=[common], help="counts, store and embedder")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_stats)
+
+    p = sub.add_parser("demo", parents=[common], help="the end-to-end demo on a real SQLite file")
+    p.add_argument("--fresh", action="store_true", help="delete the demo store first")
+    p.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    cfg = settings(args, os.environ)
+    try:
+        return int(args.func(args, cfg))
+    except ChronomemError as exc:
+        message = str(exc).strip().replace("\n", " ")
+        print(f"chronomem: error: {message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,103 @@
+"""The chronomem command, in process, on real store files."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from chronomem.cli.main import build_parser, main
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_remember_recall_show_stats_export_import(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "cli.db")
+    common = ("--db", db, "--no-embedder")
+    code, out, _ = run(
+        capsys,
+        "remember",
+        "the lighthouse lamp is broken",
+        "--agent",
+        "keeper",
+        "--importance",
+        "7",
+        "--occurred-at",
+        "2024-03-01T08:00:00Z",
+        *common,
+    )
+    assert code == 0
+    rid = out.strip()
+    run(capsys, "remember", "fish prices rose at the market", "--agent", "keeper", *common)
+
+    code, out, _ = run(capsys, "recall", "lamp", "--explain", "--no-touch", *common)
+    assert code == 0
+    assert rid in out
+    assert "relevance" in out
+    assert "lexical" in out
+
+    code, out, _ = run(capsys, "recall", "lamp", "--json", "-k", "1", *common)
+    hits = json.loads(out)
+    assert hits[0]["record"]["id"] == rid
+    assert hits[0]["record"]["occurred_at"] == "2024-03-01T08:00:00+00:00"
+
+    code, out, _ = run(capsys, "show", rid, "--json", *common)
+    assert json.loads(out)["importance"] == 7
+
+    code, out, _ = run(capsys, "stats", "--json", *common)
+    assert json.loads(out)["records"] == 2
+
+    archive = str(tmp_path / "out.jsonl")
+    assert run(capsys, "export", archive, *common)[0] == 0
+    other = ("--db", str(tmp_path / "other.db"), "--no-embedder")
+    code, out, _ = run(capsys, "import", archive, *other)
+    assert code == 0
+    assert "imported 2 records" in out
+
+
+def test_errors_are_one_line_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    common = ("--db", str(tmp_path / "e.db"), "--no-embedder")
+    code, _out, err = run(capsys, "show", "01ABCDEFGHJKMNPQRSTVWXYZ00", *common)
+    assert code == 1
+    assert err.startswith("chronomem: error: ")
+    assert err.count("\n") == 1
+    code, _, err = run(capsys, "remember", "x", "--importance", "42", *common)
+    assert code == 1
+    assert "importance" in err
+    code, _, err = run(capsys, "import", str(tmp_path / "missing.jsonl"), *common)
+    assert code == 1
+    assert "not found" in err
+
+
+def test_naive_times_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["recall", "x", "--as-of", "2024-01-01T00:00:00", "--db", str(tmp_path / "n.db")])
+    assert exc.value.code == 2
+    assert "no UTC offset" in capsys.readouterr().err
+
+
+def _commands() -> list[str]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return sorted(sub.choices)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_every_command_has_help_and_is_documented(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    assert "usage: chronomem" in capsys.readouterr().out
+    assert re.search(rf"chronomem {command}\b", README.read_text()), f"README lacks {command}"

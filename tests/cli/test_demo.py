@@ -1,0 +1,25 @@
+"""`make demo` end to end: the real model on a real SQLite file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chronomem.cli.main import main
+
+pytestmark = pytest.mark.slow
+
+
+def test_demo_runs_and_shows_its_three_sections(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "demo.db"
+    assert main(["demo", "--db", str(db), "--fresh"]) == 0
+    out = capsys.readouterr().out
+    assert "rankings identical: False" in out
+    assert "last_accessed_at identical for 18/18 records" in out
+    assert "top-10 ids and scores identical: True" in out
+    assert "DIFFERENT" in out
+    assert db.exists()
+    assert main(["demo", "--db", str(db)]) == 1  # refuses to clobber without --fresh

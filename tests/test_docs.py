@@ -1,0 +1,33 @@
+"""The README's Python examples run as written (in a scratch directory)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+
+
+def _params() -> list[object]:
+    out: list[object] = []
+    for i, block in enumerate(BLOCKS):
+        needs_model = "Memory.open(" in block and "embedder=None" not in block
+        marks = [pytest.mark.slow] if needs_model else []
+        out.append(pytest.param(block, id=f"block{i}", marks=marks))
+    return out
+
+
+def test_readme_has_examples() -> None:
+    assert len(BLOCKS) >= 3
+
+
+@pytest.mark.parametrize("block", _params())
+def test_readme_example_runs(block: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    if "Memory.open(" in block and "embedder=None" not in block:
+        os.environ.setdefault("CHRONOMEM_TORCH_THREADS", "1")
+    exec(compile(block, f"README block {BLOCKS.index(block)}", "exec"), {})
