@@ -24,7 +24,14 @@ import numpy as np
 
 from chronomem.clock import require_aware
 from chronomem.errors import InvalidInputError
-from chronomem.model.record import EvidenceStatus, Kind, Record, Sensitivity, Status
+from chronomem.model.record import (
+    INSTANT_FIELDS,
+    EvidenceStatus,
+    Kind,
+    Record,
+    Sensitivity,
+    Status,
+)
 from chronomem.stores.base import StoredRecord
 
 __all__ = [
@@ -80,15 +87,7 @@ def record_to_json(item: StoredRecord) -> dict[str, Any]:
         if name in {"has_embedding", "space"}:
             continue
         out[name] = value
-    for name in (
-        "occurred_at",
-        "recorded_at",
-        "last_accessed_at",
-        "last_verified_at",
-        "valid_from",
-        "valid_until",
-        "superseded_at",
-    ):
+    for name in INSTANT_FIELDS:
         out[name] = _iso(getattr(r, name))
     out["embedding"] = (
         None

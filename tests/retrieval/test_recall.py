@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chronomem import PRESETS, Memory, SimClock
+from chronomem import PRESETS, Hit, Memory, SimClock
 
 from ..conftest import T0, FixedEmbedder, unit
 
@@ -125,68 +125,43 @@ def _memory_with_history(path: Path) -> Memory:
 
 
 QUERIES = [(1.0, 0.0, 0.0), (1.0, 0.5, 0.0), (1.0, 0.0, 1.0)]
+CODE = "generative-agents-code"
+
+
+def _pairs(results: list[list[Hit]]) -> list[list[tuple[str, float]]]:
+    return [[(h.record.text, h.score) for h in hits] for hits in results]
+
+
+def _batch(path: Path, *, sequential: bool) -> tuple[Memory, list[list[Hit]]]:
+    mem = _memory_with_history(path)
+    results = mem.recall_many(
+        ["q"] * 3, query_embeddings=QUERIES, k=4, preset=CODE, sequential=sequential
+    )
+    return mem, results
 
 
 def test_recall_many_scores_every_query_on_one_snapshot(tmp_path: Path) -> None:
-    batch = _memory_with_history(tmp_path / "batch.db")
-    alone = _memory_with_history(tmp_path / "alone.db")
-    try:
-        results = batch.recall_many(
-            ["q"] * 3,
-            query_embeddings=QUERIES,
-            k=4,
-            preset="generative-agents-code",
-            sequential=False,
-        )
+    batch, results = _batch(tmp_path / "batch.db", sequential=False)
+    with batch, _memory_with_history(tmp_path / "alone.db") as alone:
         # Each query alone, read-only, on an identical store: the same answers.
-        for q, hits in zip(QUERIES, results, strict=True):
-            expected = alone.peek("q", query_embedding=q, k=4, preset="generative-agents-code")
-            assert [(h.record.text, h.score) for h in hits] == [
-                (h.record.text, h.score) for h in expected
-            ]
+        expected = [alone.peek("q", query_embedding=q, k=4, preset=CODE) for q in QUERIES]
+        assert _pairs(results) == _pairs(expected)
         # ... and every hit of every query was touched once, at the end.
         touched = {i for hits in results for h in hits for i in h.record_ids}
         now = batch.clock.now()
         assert {r.id for r in _all(batch).values() if r.last_accessed_at == now} == touched  # type: ignore[attr-defined]
-    finally:
-        batch.close()
-        alone.close()
 
 
 def test_sequential_reproduces_one_after_another_touching(tmp_path: Path) -> None:
-    batch = _memory_with_history(tmp_path / "batch.db")
-    loop = _memory_with_history(tmp_path / "loop.db")
-    try:
-        results = batch.recall_many(
-            ["q"] * 3,
-            query_embeddings=QUERIES,
-            k=4,
-            preset="generative-agents-code",
-            sequential=True,
-        )
-        manual = [
-            loop.recall("q", query_embedding=q, k=4, preset="generative-agents-code")
-            for q in QUERIES
-        ]
-        as_pairs = [[(h.record.text, h.score) for h in hits] for hits in results]
-        assert as_pairs == [[(h.record.text, h.score) for h in hits] for hits in manual]
-        snapshot = _memory_with_history(tmp_path / "snap.db")
-        snap = snapshot.recall_many(
-            ["q"] * 3,
-            query_embeddings=QUERIES,
-            k=4,
-            preset="generative-agents-code",
-            sequential=False,
-        )
-        snapshot.close()
+    batch, results = _batch(tmp_path / "batch.db", sequential=True)
+    snapshot, snap = _batch(tmp_path / "snap.db", sequential=False)
+    with batch, snapshot, _memory_with_history(tmp_path / "loop.db") as loop:
+        manual = [loop.recall("q", query_embedding=q, k=4, preset=CODE) for q in QUERIES]
+        assert _pairs(results) == _pairs(manual)
         # The scenario is one where touching between queries matters.
-        assert as_pairs != [[(h.record.text, h.score) for h in hits] for hits in snap]
+        assert _pairs(results) != _pairs(snap)
         # The code preset defaults to sequential touching.
-        assert batch.preset.name == "generative-agents"
-        assert PRESETS["generative-agents-code"].sequential_touch
-    finally:
-        batch.close()
-        loop.close()
+        assert PRESETS[CODE].sequential_touch
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 __all__ = [
+    "INSTANT_FIELDS",
     "Breakdown",
     "EvidenceStatus",
     "Hit",
@@ -115,6 +116,18 @@ class Record:
                 value = dict(value)
             out[name] = value
         return out
+
+
+#: The fields of :class:`Record` that hold instants.
+INSTANT_FIELDS = (
+    "occurred_at",
+    "recorded_at",
+    "last_accessed_at",
+    "last_verified_at",
+    "valid_from",
+    "valid_until",
+    "superseded_at",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
