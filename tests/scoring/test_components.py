@@ -32,7 +32,8 @@ def test_elapsed_recency_is_the_paper_formula_and_future_stamps_have_age_zero() 
 def test_ordinal_recency_gives_the_oldest_access_the_highest_value() -> None:
     last = np.asarray([30, 10, 20, 99], dtype=np.int64)
     mask = np.asarray([True, True, True, False])
-    rec = ordinal_recency(last, last, mask, 0.99)
+    ids = np.asarray(["a", "b", "c", "d"], dtype="<U26")
+    rec = ordinal_recency(last, last, ids, mask, 0.99)
     np.testing.assert_allclose(rec, [0.99**3, 0.99**1, 0.99**2, 0.0])
 
 

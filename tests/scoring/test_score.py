@@ -21,6 +21,7 @@ def _candidates(rng: np.random.Generator, n: int, *, ties: bool) -> Candidates:
         importance=importance,
         last_accessed_at=last,
         recorded_at=last - rng.integers(0, 3, size=n).astype(np.int64) * HOUR,
+        ids=np.asarray([f"{i:026d}" for i in range(n)], dtype="<U26"),
         dense=dense,
         lexical=None,
     )
@@ -32,6 +33,7 @@ def _permute(c: Candidates, perm: np.ndarray) -> Candidates:
         importance=c.importance[perm],
         last_accessed_at=c.last_accessed_at[perm],
         recorded_at=c.recorded_at[perm],
+        ids=c.ids[perm],
         dense=None if c.dense is None else c.dense[perm],
         lexical=None,
     )
@@ -46,7 +48,7 @@ def _permute(c: Candidates, perm: np.ndarray) -> Candidates:
 def test_permuting_candidates_changes_no_ranking(seed: int, n: int, preset: str) -> None:
     rng = np.random.default_rng(seed)
     c = _candidates(rng, n, ties=True)
-    ids = np.asarray([f"{i:026d}" for i in range(n)], dtype="<U26")
+    ids = c.ids
     config = PRESETS[preset]
     s = score(c, config, as_of_us=600 * HOUR)
     top = ids[rank(s.final, c.recorded_at, ids, 10)]
@@ -84,6 +86,7 @@ def test_empty_and_all_equal_candidates_never_give_nan() -> None:
             importance=np.full(n, 5.0),
             last_accessed_at=np.zeros(n, dtype=np.int64),
             recorded_at=np.zeros(n, dtype=np.int64),
+            ids=np.asarray(list("abcde"), dtype="<U26"),
             dense=np.full(n, 0.3),
             lexical=np.zeros(n),
         )
@@ -92,8 +95,7 @@ def test_empty_and_all_equal_candidates_never_give_nan() -> None:
         none = replace(c, mask=np.zeros(n, dtype=bool))
         s_none = score(none, config, as_of_us=0)
         assert np.all(s_none.final == -np.inf)
-        ids = np.asarray(list("abcde"), dtype="<U26")
-        assert rank(s_none.final, c.recorded_at, ids, 3).size == 0
+        assert rank(s_none.final, c.recorded_at, c.ids, 3).size == 0
 
 
 def test_ties_break_by_recorded_at_desc_then_id() -> None:

@@ -60,17 +60,24 @@ def elapsed_recency(last_accessed_us: I64, as_of_us: int, decay: float, unit_us:
     return np.exp(out, out=out)
 
 
-def ordinal_recency(last_accessed_us: I64, recorded_at_us: I64, mask: Mask, decay: float) -> F64:
+def ordinal_recency(
+    last_accessed_us: I64,
+    recorded_at_us: I64,
+    ids: npt.NDArray[np.str_],
+    mask: Mask,
+    decay: float,
+) -> F64:
     """The Generative Agents code's recency: ``decay ** i`` for ``i = 1..n`` over the candidates
     sorted by last access *ascending* — so the oldest-accessed memory gets the highest value.
 
-    Equal access times keep the code's list order, newest-recorded first.
+    Equal access times keep the code's list order, newest-recorded first; then id, so the
+    positions never depend on the order rows arrive in.
     """
     out = np.zeros(last_accessed_us.shape[0], dtype=np.float64)
     candidates = np.flatnonzero(mask)
     if candidates.size == 0:
         return out
-    order = np.lexsort((-recorded_at_us[candidates], last_accessed_us[candidates]))
+    order = np.lexsort((ids[candidates], -recorded_at_us[candidates], last_accessed_us[candidates]))
     positions = np.arange(1, candidates.size + 1, dtype=np.float64)
     out[candidates[order]] = np.power(decay, positions)
     return out

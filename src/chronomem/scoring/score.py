@@ -47,6 +47,7 @@ class Candidates:
     importance: F64
     last_accessed_at: I64
     recorded_at: I64
+    ids: npt.NDArray[np.str_]
     dense: F64 | None
     lexical: F64 | None
     factor: F64 | None = None
@@ -160,7 +161,7 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
     if config.recency is RecencyMode.ORDINAL:
         everyone = np.ones(n, dtype=np.bool_) if mask is None else mask
         recency_raw = ordinal_recency(
-            c.last_accessed_at, c.recorded_at, everyone, config.recency_decay
+            c.last_accessed_at, c.recorded_at, c.ids, everyone, config.recency_decay
         )
     else:
         recency_raw = elapsed_recency(
