@@ -16,13 +16,14 @@ def test_all_is_sorted_and_every_name_resolves() -> None:
 
 def test_public_api_is_pinned() -> None:
     assert set(chronomem.__all__) == {
-        "DEFAULT_IMPORTANCE", "PRESETS", "Breakdown", "ChronomemError", "CitationError", "Clock",
-        "ConfigError", "ConflictError", "DependentsExistError", "Embedder", "EmbedderError",
-        "EmbedderMismatchError", "EvidenceStatus", "Hit", "ImportReport", "InvalidInputError",
-        "Kind", "LLMError", "Memory", "MemoryStore", "NotFoundError", "Normalisation",
-        "RecencyMode", "Record", "RelevanceMode", "SQLiteStore", "ScoringConfig",
-        "SentenceTransformerEmbedder", "Sensitivity", "SimClock", "Status", "StoreError",
-        "SystemClock", "Ticks", "Weights", "WriteResult", "require_aware", "resolve_preset",
+        "AuditEntry", "Breakdown", "ChronomemError", "CitationError", "Clock", "ConfigError",
+        "ConflictError", "DEFAULT_IMPORTANCE", "DependentsExistError", "Embedder", "EmbedderError",
+        "EmbedderMismatchError", "EvidenceStatus", "ForgetResult", "Hit", "ImportReport",
+        "InvalidInputError", "Kind", "LLMError", "LifecycleConfig", "Memory", "MemoryStore",
+        "Normalisation", "NotFoundError", "PRESETS", "RecencyMode", "Record", "RelevanceMode",
+        "SQLiteStore", "ScoringConfig", "Sensitivity", "SentenceTransformerEmbedder", "SimClock",
+        "Status", "StoreError", "SystemClock", "Ticks", "Weights", "WriteGate", "WriteResult",
+        "require_aware", "resolve_preset",
     }  # fmt: skip
 
 

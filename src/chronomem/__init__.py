@@ -15,10 +15,12 @@ from chronomem.archive import ImportReport
 from chronomem.clock import Clock, SimClock, SystemClock, Ticks, require_aware
 from chronomem.config import (
     PRESETS,
+    LifecycleConfig,
     Normalisation,
     RecencyMode,
     RelevanceMode,
     ScoringConfig,
+    WriteGate,
     resolve_preset,
 )
 from chronomem.embedders.base import Embedder
@@ -37,8 +39,10 @@ from chronomem.errors import (
     StoreError,
 )
 from chronomem.model import (
+    AuditEntry,
     Breakdown,
     EvidenceStatus,
+    ForgetResult,
     Hit,
     Kind,
     Record,
@@ -56,6 +60,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "AuditEntry",
     "Breakdown",
     "ChronomemError",
     "CitationError",
@@ -68,11 +73,13 @@ __all__ = [
     "EmbedderError",
     "EmbedderMismatchError",
     "EvidenceStatus",
+    "ForgetResult",
     "Hit",
     "ImportReport",
     "InvalidInputError",
     "Kind",
     "LLMError",
+    "LifecycleConfig",
     "Memory",
     "MemoryStore",
     "Normalisation",
@@ -91,6 +98,7 @@ __all__ = [
     "SystemClock",
     "Ticks",
     "Weights",
+    "WriteGate",
     "WriteResult",
     "require_aware",
     "resolve_preset",

@@ -17,11 +17,14 @@ from chronomem.errors import ConfigError
 from chronomem.model.record import Kind, Weights
 
 __all__ = [
+    "NO_LIFECYCLE",
     "PRESETS",
+    "LifecycleConfig",
     "Normalisation",
     "RecencyMode",
     "RelevanceMode",
     "ScoringConfig",
+    "WriteGate",
     "resolve_preset",
 ]
 
@@ -54,6 +57,69 @@ class Normalisation(StrEnum):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LifecycleConfig:
+    """The lifecycle factor of a preset (DESIGN §2 step 5).
+
+    Attributes:
+        decay_kinds: kinds that lose rank when unused and unverified (facts, instructions).
+        half_life: staleness after which the decay factor is 0.5.
+        floor: the smallest decay factor, > 0: a stale but close match can still surface.
+        feedback_strength: ``factor = 2 ** (strength * clamp(score, feedback_min, feedback_max))``.
+        feedback_min / feedback_max: clamp of the summed ratings (three harmful ratings are the
+            most push-down; one helpful rating the most lift).
+    """
+
+    decay_kinds: frozenset[Kind] = frozenset({Kind.FACT, Kind.INSTRUCTION})
+    half_life: timedelta = timedelta(days=90)
+    floor: float = 0.25
+    feedback_strength: float = 0.5
+    feedback_min: float = -3.0
+    feedback_max: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "decay_kinds", frozenset(Kind(k) for k in self.decay_kinds))
+        if self.half_life <= timedelta():
+            raise ConfigError("half_life must be positive")
+        if not 0.0 < self.floor <= 1.0:
+            raise ConfigError("floor must be in (0, 1]")
+        if not self.feedback_min <= 0.0 <= self.feedback_max:
+            raise ConfigError("feedback_min <= 0 <= feedback_max is required")
+
+
+#: No lifecycle factor at all (the reference-code compatibility preset).
+NO_LIFECYCLE = LifecycleConfig(decay_kinds=frozenset(), feedback_strength=0.0)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteGate:
+    """The near-duplicate write gate (DESIGN §3).
+
+    A new record of a gated kind whose cosine to the nearest open record of the same agent, kind
+    group and ``domain`` is at or above the threshold is not stored. Thresholds are per embedder
+    model id; a model without one uses ``default_threshold``. Without vectors, the gate compares
+    normalised texts (an exact duplicate only). Writes that supersede skip the gate; observations
+    and chats are never gated, because their repetition is information.
+    """
+
+    kinds: frozenset[Kind] = frozenset({Kind.FACT, Kind.INSTRUCTION})
+    thresholds: Mapping[str, float] = field(
+        default_factory=lambda: MappingProxyType({"sentence-transformers/all-MiniLM-L6-v2": 0.96})
+    )
+    default_threshold: float = 0.97
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kinds", frozenset(Kind(k) for k in self.kinds))
+        for model, value in {**self.thresholds, "default": self.default_threshold}.items():
+            if not 0.0 < value <= 1.0:
+                raise ConfigError(f"gate threshold for {model} must be in (0, 1]")
+
+    def threshold(self, model_id: str | None) -> float:
+        if model_id is None:
+            return self.default_threshold
+        return self.thresholds.get(model_id, self.default_threshold)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ScoringConfig:
     """Everything that decides a score. See DESIGN §2 for the stages.
 
@@ -72,6 +138,7 @@ class ScoringConfig:
         exclude_kinds: kinds that are never candidates for this preset.
         sequential_touch: the default for ``recall_many``: touch after each query (the code's
             behaviour) instead of scoring every query on one snapshot.
+        lifecycle: staleness decay and feedback push-down (DESIGN §2 step 5).
     """
 
     name: str = "custom"
@@ -85,6 +152,7 @@ class ScoringConfig:
     exclude_text: str | None = None
     exclude_kinds: frozenset[Kind] = frozenset()
     sequential_touch: bool = False
+    lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
 
     def __post_init__(self) -> None:
         # Accept plain strings for the enums, so configs read from JSON or flags validate here.
@@ -151,6 +219,7 @@ PRESETS: Mapping[str, ScoringConfig] = MappingProxyType(
             exclude_text="idle",
             exclude_kinds=frozenset({Kind.CHAT}),
             sequential_touch=True,
+            lifecycle=NO_LIFECYCLE,
         ),
     }
 )

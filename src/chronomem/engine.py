@@ -6,15 +6,13 @@ passes instants down; scoring never reads a clock.
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -27,48 +25,44 @@ from chronomem.archive import (
     write_archive,
 )
 from chronomem.clock import Clock, SystemClock, require_aware, to_micros
-from chronomem.config import ScoringConfig, resolve_preset
+from chronomem.config import ScoringConfig, WriteGate, resolve_preset
 from chronomem.embedders.base import Embedder, as_vector
 from chronomem.errors import (
     ConfigError,
     ConflictError,
+    DependentsExistError,
     EmbedderMismatchError,
     InvalidInputError,
     NotFoundError,
     StoreError,
 )
+from chronomem.lifecycle.rules import plan_closures, signal_value
+from chronomem.model.audit import AuditEntry, ForgetResult
 from chronomem.model.ids import IdFactory
-from chronomem.model.record import Hit, Kind, Record, Sensitivity, WriteResult
+from chronomem.model.record import EvidenceStatus, Hit, Kind, Record, Sensitivity, WriteResult
+from chronomem.retrieval.gate import find_duplicate, same_batch_duplicate
 from chronomem.retrieval.index import SpaceIndex
 from chronomem.retrieval.recall import Query, search
 from chronomem.stores.base import EmbeddingMeta, MemoryStore, StoredRecord
 from chronomem.stores.sqlite import SQLiteStore
+from chronomem.writes import (
+    DEFAULT_IMPORTANCE,
+    REMEMBER_FIELDS,
+    Draft,
+    build_drafts,
+    require_text,
+    string_tuple,
+    to_enum,
+)
 
 __all__ = ["DEFAULT_IMPORTANCE", "Memory"]
 
-#: Importance given to a record written without one, until an importance scorer is configured.
-DEFAULT_IMPORTANCE = 5.0
+
+def _optional_instant(value: object, name: str) -> datetime | None:
+    return None if value is None else require_aware(value, name)
+
 
 F32 = npt.NDArray[np.float32]
-
-_REMEMBER_FIELDS = frozenset(
-    {
-        "text",
-        "agent",
-        "kind",
-        "importance",
-        "occurred_at",
-        "valid_from",
-        "valid_until",
-        "domain",
-        "tags",
-        "metadata",
-        "evidence",
-        "event_id",
-        "sensitivity",
-        "embedding",
-    }
-)
 
 
 def _open_store(location: str | os.PathLike[str] | MemoryStore, synchronous: str) -> MemoryStore:
@@ -92,58 +86,6 @@ def _default_embedder() -> Embedder:
     return SentenceTransformerEmbedder()
 
 
-def _text(value: object, name: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInputError(f"{name} must be a non-empty string", field=name)
-    return value
-
-
-def _optional_instant(value: object, name: str) -> datetime | None:
-    return None if value is None else require_aware(value, name)
-
-
-def _importance(value: object) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not 1 <= value <= 10
-    ):
-        raise InvalidInputError(
-            f"importance must be a number from 1 (mundane) to 10 (life-changing); got {value!r}",
-            field="importance",
-        )
-    return float(value)
-
-
-_E = TypeVar("_E", Kind, Sensitivity)
-
-
-def _enum(enum: type[_E], value: object, name: str) -> _E:
-    try:
-        return enum(value)  # type: ignore[arg-type]
-    except ValueError:
-        choices = ", ".join(e.value for e in enum)
-        raise InvalidInputError(
-            f"{name} must be one of {choices}; got {value!r}", field=name
-        ) from None
-
-
-def _strings(value: object, name: str) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise InvalidInputError(f"{name} must be a list of strings", field=name)
-    items = tuple(value)
-    if not all(isinstance(v, str) and v for v in items):
-        raise InvalidInputError(f"{name} must contain only non-empty strings", field=name)
-    return items
-
-
-@dataclass(frozen=True, slots=True)
-class _Draft:
-    record: Record
-    embedding: F32 | None
-
-
 class Memory:
     """A memory engine over one store and one space.
 
@@ -160,8 +102,10 @@ class Memory:
         clock: Clock,
         preset: ScoringConfig,
         space: str,
+        write_gate: WriteGate | None = None,
     ) -> None:
         self._store = store
+        self._gate = write_gate or WriteGate()
         self._embedder = embedder
         self._clock = clock
         self._preset = preset
@@ -182,6 +126,7 @@ class Memory:
         preset: str | ScoringConfig = "default",
         space: str = "default",
         synchronous: str = "FULL",
+        write_gate: WriteGate | None = None,
     ) -> Memory:
         """Open (or create) a store.
 
@@ -194,13 +139,15 @@ class Memory:
             preset: the default scoring preset name or a :class:`ScoringConfig`.
             space: the namespace inside the store; nothing crosses spaces.
             synchronous: SQLite durability, ``"FULL"`` (default) or ``"NORMAL"``.
+            write_gate: the near-duplicate gate for facts and instructions (default
+                :class:`~chronomem.config.WriteGate`).
 
         Raises:
             ConfigError: unknown preset, or the default embedder's extra is missing.
             EmbedderMismatchError: the store was built with another embedder.
         """
         config = resolve_preset(preset)
-        _text(space, "space")
+        require_text(space, "space")
         if clock is not None and not isinstance(clock, Clock):
             raise ConfigError(f"clock must have a now() method; got {clock!r}")
         chosen = _default_embedder() if isinstance(embedder, str) else embedder
@@ -212,6 +159,7 @@ class Memory:
                 clock=clock or SystemClock(),
                 preset=config,
                 space=space,
+                write_gate=write_gate,
             )
         except BaseException:
             store.close()
@@ -244,13 +192,6 @@ class Memory:
         return meta
 
     # -- lifecycle of the handle ----------------------------------------------------------
-    def close(self) -> None:
-        """Close the store. Every acknowledged write is already durable."""
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._store.close()
-
     def __enter__(self) -> Memory:
         return self
 
@@ -302,8 +243,10 @@ class Memory:
         metadata: Mapping[str, Any] | None = None,
         evidence: Sequence[str] = (),
         event_id: str | None = None,
+        supersedes: Sequence[str] = (),
         sensitivity: Sensitivity | str = Sensitivity.NORMAL,
         embedding: Sequence[float] | npt.NDArray[np.floating[Any]] | None = None,
+        actor: str | None = None,
     ) -> WriteResult:
         """Store one record (DESIGN §3) and return a :class:`WriteResult`.
 
@@ -312,9 +255,15 @@ class Memory:
         :data:`DEFAULT_IMPORTANCE`. ``embedding`` supplies the vector instead of the embedder;
         with ``embedder=None`` the first vector fixes the store's dimension.
 
+        ``supersedes`` names open records this one replaces: they are closed in the same
+        transaction (see :meth:`supersede`). A fact or instruction that nearly duplicates an open
+        one of the same agent and domain is not stored (``stored=False``, ``duplicate_of``) unless
+        it supersedes something; see :class:`~chronomem.config.WriteGate`.
+
         Raises:
             InvalidInputError: bad input; nothing is written.
-            NotFoundError: an evidence id does not exist in this space.
+            NotFoundError: an evidence or superseded id does not exist in this space.
+            ConflictError: a superseded record is already closed.
         """
         item = {
             "text": text,
@@ -329,16 +278,18 @@ class Memory:
             "metadata": metadata,
             "evidence": evidence,
             "event_id": event_id,
+            "supersedes": supersedes,
             "sensitivity": sensitivity,
             "embedding": embedding,
         }
-        return self.remember_many([item])[0]
+        return self.remember_many([item], actor=actor)[0]
 
     def remember_many(
         self,
         items: Iterable[str | Mapping[str, Any]],
         *,
         progress: bool = False,
+        actor: str | None = None,
         **defaults: Any,
     ) -> list[WriteResult]:
         """Store many records in one transaction, embedding them in batches.
@@ -346,126 +297,55 @@ class Memory:
         Each item is a text or a mapping with the keyword arguments of :meth:`remember`;
         ``defaults`` (e.g. ``agent="isabella"``) apply to every item that does not set them.
         Evidence may cite records earlier in the same batch. All or nothing: on any invalid
-        item, nothing is written and the error names the item's position.
+        item, nothing is written and the error names the item's position. Items the write gate
+        rejects come back with ``stored=False``; the others are stored.
         """
-        unknown = set(defaults) - _REMEMBER_FIELDS
+        unknown = set(defaults) - REMEMBER_FIELDS
         if unknown:
             raise InvalidInputError(f"unknown field(s) for remember: {sorted(unknown)}")
+        batch = [
+            {
+                **defaults,
+                **{
+                    k: v
+                    for k, v in ({"text": raw} if isinstance(raw, str) else raw).items()
+                    if v is not None
+                },
+            }
+            for raw in items
+        ]
+        return self._write(batch, progress=progress, actor=actor, reason=None)
+
+    def _write(
+        self,
+        batch: list[dict[str, Any]],
+        *,
+        progress: bool,
+        actor: str | None,
+        reason: str | None,
+    ) -> list[WriteResult]:
         with self._lock:
             self._require_open()
             now = require_aware(self._clock.now(), "clock.now()")
-            batch: list[dict[str, Any]] = []
-            for position, raw in enumerate(items):
-                item = {"text": raw} if isinstance(raw, str) else dict(raw)
-                extra = set(item) - _REMEMBER_FIELDS
-                if extra:
-                    raise InvalidInputError(f"item {position}: unknown field(s) {sorted(extra)}")
-                batch.append({**defaults, **{k: v for k, v in item.items() if v is not None}})
-            drafts = self._drafts(batch, now)
-            self._embed_missing(drafts, batch, progress=progress)
-            self._store.insert_records(
-                self._space,
-                [StoredRecord(record=d.record, embedding=d.embedding) for d in drafts],
+            cited = sorted({e for item in batch for e in item.get("evidence", ())})
+            depths = {r.id: r.depth for r in self._store.get_records(self._space, cited)}
+            drafts = build_drafts(
+                batch, now=now, space=self._space, dim=self._meta.dim, ids=self._ids, depths=depths
             )
-            return [WriteResult(stored=True, id=d.record.id) for d in drafts]
+            drafts = self._embed_missing(drafts, progress=progress)
+            with self._store.write():
+                return self._store_drafts(drafts, now=now, actor=actor, reason=reason)
 
-    def _drafts(self, batch: list[dict[str, Any]], now: datetime) -> list[_Draft]:
-        dim = self._meta.dim
-        drafts: list[_Draft] = []
-        depth_in_batch: dict[str, int] = {}
-        cited: set[str] = {e for item in batch for e in item.get("evidence", ())}
-        known = (
-            {r.id: r.depth for r in self._store.get_records(self._space, sorted(cited))}
-            if cited
-            else {}
-        )
-        for position, item in enumerate(batch):
-            try:
-                text = _text(item.get("text"), "text")
-                agent = _text(item.get("agent", "default"), "agent")
-                kind = _enum(Kind, item.get("kind", Kind.OBSERVATION), "kind")
-                importance = _importance(item.get("importance", DEFAULT_IMPORTANCE))
-                occurred_at = _optional_instant(item.get("occurred_at"), "occurred_at") or now
-                valid_from = _optional_instant(item.get("valid_from"), "valid_from")
-                valid_until = _optional_instant(item.get("valid_until"), "valid_until")
-                if valid_from and valid_until and valid_until <= valid_from:
-                    raise InvalidInputError(
-                        "valid_until must be after valid_from", field="valid_until"
-                    )
-                domain = item.get("domain")
-                if domain is not None:
-                    domain = _text(domain, "domain")
-                tags = _strings(item.get("tags", ()), "tags")
-                metadata = dict(item.get("metadata") or {})
-                try:
-                    json.dumps(metadata, allow_nan=False)
-                except (TypeError, ValueError) as exc:
-                    raise InvalidInputError(
-                        f"metadata must be JSON-serialisable: {exc}", field="metadata"
-                    ) from None
-                evidence = _strings(item.get("evidence", ()), "evidence")
-                depths = []
-                for cited_id in evidence:
-                    if cited_id in depth_in_batch:
-                        depths.append(depth_in_batch[cited_id])
-                    elif cited_id in known:
-                        depths.append(known[cited_id])
-                    else:
-                        raise NotFoundError(
-                            f"evidence {cited_id!r} does not exist in space {self._space!r}",
-                            record_id=cited_id,
-                        )
-                event_id = item.get("event_id")
-                if event_id is not None:
-                    event_id = _text(event_id, "event_id")
-                sensitivity = _enum(Sensitivity, item.get("sensitivity", "normal"), "sensitivity")
-                vector = None
-                if item.get("embedding") is not None:
-                    vector = as_vector(item["embedding"], dim=dim)
-                    dim = vector.shape[0]
-            except (InvalidInputError, NotFoundError) as exc:
-                if len(batch) == 1:
-                    raise
-                raise type(exc)(f"item {position}: {exc}") from exc
-            record = Record(
-                id=self._ids.new_id(now),
-                space=self._space,
-                agent=agent,
-                kind=kind,
-                text=text,
-                importance=importance,
-                occurred_at=occurred_at,
-                recorded_at=now,
-                last_accessed_at=now,
-                valid_from=valid_from,
-                valid_until=valid_until,
-                domain=domain,
-                tags=tags,
-                metadata=metadata,
-                evidence=evidence,
-                depth=1 + max(depths) if depths else 0,
-                event_id=event_id,
-                sensitivity=sensitivity,
-                has_embedding=vector is not None,
-            )
-            depth_in_batch[record.id] = record.depth
-            drafts.append(_Draft(record, vector))
-        return drafts
-
-    def _embed_missing(
-        self, drafts: list[_Draft], batch: list[dict[str, Any]], *, progress: bool
-    ) -> None:
+    def _embed_missing(self, drafts: list[Draft], *, progress: bool) -> list[Draft]:
         """Fill in vectors with the embedder (one batched call) and fix the store's dimension."""
         missing = [i for i, d in enumerate(drafts) if d.embedding is None]
         if self._embedder is not None and missing:
-            vectors = self._embedder.embed(
-                [drafts[i].record.text for i in missing], progress=progress
-            )
+            texts = [drafts[i].record.text for i in missing]
+            vectors = self._embedder.embed(texts, progress=progress)
+            drafts = list(drafts)
             for i, vector in zip(missing, vectors, strict=True):
-                record = drafts[i].record
-                drafts[i] = _Draft(
-                    replace(record, has_embedding=True), np.asarray(vector, np.float32)
-                )
+                record = replace(drafts[i].record, has_embedding=True)
+                drafts[i] = Draft(record, np.asarray(vector, np.float32), drafts[i].supersedes)
         given = [d.embedding for d in drafts if d.embedding is not None]
         if given and self._meta.dim is None:
             dim = int(given[0].shape[0])
@@ -473,6 +353,294 @@ class Memory:
             self._store.set_embedding_meta(meta)
             self._meta = meta
             self._index.set_dim(dim)
+        return drafts
+
+    def _store_drafts(
+        self, drafts: list[Draft], *, now: datetime, actor: str | None, reason: str | None
+    ) -> list[WriteResult]:
+        """Inside a write transaction: close what the drafts supersede, apply the write gate,
+        insert the rest, audit."""
+        named = [old for d in drafts for old in d.supersedes]
+        if len(named) != len(set(named)):
+            raise ConflictError("a record is superseded twice in one batch")
+        old = {r.id: r for r in self._store.get_records(self._space, named)}
+        closures, entries = [], []
+        for d in drafts:
+            if not d.supersedes:
+                continue
+            missing = [i for i in d.supersedes if i not in old]
+            if missing:
+                raise NotFoundError(
+                    f"cannot supersede {missing[0]!r}: no such record in space {self._space!r}",
+                    record_id=missing[0],
+                )
+            plans = plan_closures(
+                [old[i] for i in d.supersedes], at=now, successor=d.record, reason=reason
+            )
+            closures += plans
+            entries += [
+                AuditEntry(seq=0, at=now, action="supersede", record_id=p.record_id, actor=actor,
+                           reason=reason, detail={"by": d.record.id})
+                for p in plans
+            ]  # fmt: skip
+        results: list[WriteResult] = []
+        accepted: list[Draft] = []
+        threshold = self._gate.threshold(self._meta.model)
+        for d in drafts:
+            duplicate = None
+            if not d.supersedes and d.record.kind in self._gate.kinds:
+                earlier = [
+                    (a.record, a.embedding) for a in accepted if a.record.kind in self._gate.kinds
+                ]
+                duplicate = same_batch_duplicate(
+                    earlier, d.record, d.embedding, threshold
+                ) or find_duplicate(
+                    self._index.arrays([d.record.agent])[0],
+                    d.record,
+                    d.embedding,
+                    gate=self._gate,
+                    threshold=threshold,
+                    as_of_us=to_micros(now),
+                )
+            if duplicate is not None:
+                results.append(
+                    WriteResult(
+                        stored=False,
+                        id=None,
+                        reason=f"near-duplicate of {duplicate.record_id} "
+                        f"(cosine {duplicate.similarity:.3f} >= {threshold})",
+                        duplicate_of=duplicate.record_id,
+                    )
+                )
+                continue
+            accepted.append(d)
+            results.append(WriteResult(stored=True, id=d.record.id))
+        self._store.insert_records(
+            self._space, [StoredRecord(record=d.record, embedding=d.embedding) for d in accepted]
+        )
+        self._store.close_records(self._space, closures)
+        if entries:
+            self._store.append_audit(self._space, entries)
+        return results
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def supersede(
+        self,
+        old_ids: str | Sequence[str],
+        text: str,
+        *,
+        reason: str | None = None,
+        actor: str | None = None,
+        **fields: Any,
+    ) -> WriteResult:
+        """Store ``text`` as the replacement of ``old_ids`` and close them, atomically.
+
+        Each old record gets ``status="superseded"``, ``superseded_by`` the new id,
+        ``superseded_at`` now, and its world-time window ends where the new record's begins
+        (``valid_from``, default its ``occurred_at``). Old records stay readable by id, in
+        :meth:`history`, with ``include_history=True`` and at earlier ``as_of``. The new record
+        takes ``fields`` like :meth:`remember` (agent, kind, ... default to the first old
+        record's agent, kind and domain) and skips the write gate.
+
+        Raises:
+            NotFoundError: an old id does not exist. ConflictError: one is already closed.
+        """
+        ids = [old_ids] if isinstance(old_ids, str) else list(old_ids)
+        if not ids:
+            raise InvalidInputError("supersede needs at least one old record id", field="old_ids")
+        first = self.get(ids[0])
+        fields.setdefault("agent", first.agent)
+        fields.setdefault("kind", first.kind)
+        fields.setdefault("domain", first.domain)
+        unknown = set(fields) - REMEMBER_FIELDS
+        if unknown:
+            raise InvalidInputError(f"unknown field(s) for supersede: {sorted(unknown)}")
+        item = {
+            k: v for k, v in {**fields, "text": text, "supersedes": ids}.items() if v is not None
+        }
+        result = self._write([item], progress=False, actor=actor, reason=reason)[0]
+        return result
+
+    @overload
+    def close(self) -> None: ...
+
+    @overload
+    def close(
+        self,
+        record_id: str,
+        reason: str,
+        *,
+        valid_until: datetime | None = None,
+        actor: str | None = None,
+    ) -> Record: ...
+
+    def close(
+        self,
+        record_id: str | None = None,
+        reason: str | None = None,
+        *,
+        valid_until: datetime | None = None,
+        actor: str | None = None,
+    ) -> Record | None:
+        """``close()``: close this handle (every acknowledged write is already durable).
+
+        ``close(record_id, reason)``: close a record without a successor — it stopped applying
+        at ``valid_until`` (default now). It stays readable by id, in history and in reads of
+        earlier instants; the reason is kept on the record and in the audit log.
+
+        Raises:
+            ConflictError: the record is already closed or superseded.
+        """
+        if record_id is None:
+            if reason is not None:
+                raise InvalidInputError("close(record_id, reason): the record id is missing")
+            with self._lock:
+                if not self._closed:
+                    self._closed = True
+                    self._store.close()
+            return None
+        reason = require_text(reason, "reason")
+        until = _optional_instant(valid_until, "valid_until")
+        with self._lock:
+            self._require_open()
+            now = self._clock.now()
+            with self._store.write():
+                record = self.get(record_id)
+                plans = plan_closures(
+                    [record], at=now, successor=None, reason=reason, valid_until=until
+                )
+                self._store.close_records(self._space, plans)
+                self._audit(now, "close", record_id, actor, reason)
+            return self.get(record_id)
+
+    def history(self, record_id: str) -> list[Record]:
+        """The whole supersession chain through ``record_id``, both directions, oldest first.
+        Purged links are skipped."""
+        start = self.get(record_id)
+        seen = {start.id: start}
+        frontier = [start]
+        with self._lock:
+            while frontier:
+                linked = {
+                    i
+                    for r in frontier
+                    for i in (*r.supersedes, *([r.superseded_by] if r.superseded_by else ()))
+                    if i not in seen
+                }
+                frontier = self._store.get_records(self._space, sorted(linked))
+                seen.update((r.id, r) for r in frontier)
+        return sorted(seen.values(), key=lambda r: (r.recorded_at, r.id))
+
+    def verify(
+        self, record_id: str, *, actor: str | None = None, reason: str | None = None
+    ) -> Record:
+        """Confirm the record is still true: ``last_verified_at = now``, which resets its
+        staleness decay."""
+        with self._lock:
+            self._require_open()
+            now = self._clock.now()
+            with self._store.write():
+                self.get(record_id)
+                self._store.set_verified(self._space, record_id, to_micros(now))
+                self._audit(now, "verify", record_id, actor, reason)
+            return self.get(record_id)
+
+    def feedback(
+        self,
+        record_id: str,
+        signal: str | float,
+        reason: str | None = None,
+        *,
+        actor: str | None = None,
+    ) -> Record:
+        """Rate a record: ``"helpful"`` (+1), ``"harmful"`` (-1) or a number in [-1, 1].
+
+        Ratings are appended to a log; their sum sets the feedback factor (DESIGN §2 step 5): a
+        harmful rating ranks the record below an otherwise equal alternative. The text never
+        changes.
+        """
+        value = signal_value(signal)
+        with self._lock:
+            self._require_open()
+            now = self._clock.now()
+            with self._store.write():
+                self.get(record_id)
+                total = self._store.add_feedback(
+                    self._space, record_id, value, at_us=to_micros(now), reason=reason, actor=actor
+                )
+                detail = {"signal": value, "score": total}
+                self._audit(now, "feedback", record_id, actor, reason, detail)
+            return self.get(record_id)
+
+    def forget(
+        self,
+        record_id: str,
+        reason: str,
+        *,
+        purge: bool = False,
+        actor: str | None = None,
+    ) -> ForgetResult:
+        """Hard-delete a record — for secrets, personal data, and noise nothing depends on.
+
+        A record cited as evidence or in a supersession chain is not deleted: the call raises
+        :class:`DependentsExistError` naming the dependants (close it instead). Records marked
+        ``secret`` or ``personal``, or ``purge=True``, are purged whatever depends on them: row,
+        vector and full-text entries are deleted, the full-text index is rewritten, freed pages
+        are zeroed and the write-ahead log is checkpointed and truncated, so the text is gone
+        from the files; records citing it are flagged ``evidence_missing``. The audit log keeps
+        the id and the reason, never the content.
+        """
+        require_text(reason, "reason")
+        with self._lock:
+            self._require_open()
+            now = self._clock.now()
+            with self._store.write():
+                record = self.get(record_id)
+                purge = purge or record.sensitivity is not Sensitivity.NORMAL
+                dependants = self._store.dependants(self._space, record_id)
+                if dependants and not purge:
+                    named = ", ".join(f"{i} ({why})" for i, why in dependants)
+                    raise DependentsExistError(
+                        f"cannot forget {record_id}: {named} depend(s) on it; close it instead, "
+                        f"or purge it if it must go",
+                        record_id=record_id,
+                        dependants=[i for i, _ in dependants],
+                    )
+                flagged = (
+                    self._store.flag_evidence(
+                        self._space, [record_id], EvidenceStatus.MISSING.value
+                    )
+                    if purge
+                    else []
+                )
+                self._store.delete_records(self._space, [record_id], purge=purge)
+                action = "purge" if purge else "forget"
+                self._audit(now, action, record_id, actor, reason, {"flagged": flagged})
+            scrubbed = self._store.scrub() if purge else True
+            return ForgetResult(
+                record_id=record_id, purged=purge, flagged=tuple(flagged), scrubbed=scrubbed
+            )
+
+    def _audit(
+        self,
+        at: datetime,
+        action: str,
+        record_id: str,
+        actor: str | None,
+        reason: str | None,
+        detail: Mapping[str, Any] | None = None,
+    ) -> None:
+        entry = AuditEntry(
+            seq=0, at=at, action=action, record_id=record_id, actor=actor, reason=reason,
+            detail=detail or {},
+        )  # fmt: skip
+        self._store.append_audit(self._space, [entry])
+
+    def audit(self, record_id: str | None = None) -> list[AuditEntry]:
+        """The audit log of this space (or of one record), oldest first."""
+        with self._lock:
+            self._require_open()
+            return self._store.audit(self._space, record_id)
 
     def get(self, record_id: str) -> Record:
         """The record with this id, whatever its status.
@@ -482,7 +650,7 @@ class Memory:
         """
         with self._lock:
             self._require_open()
-            found = self._store.get_records(self._space, [_text(record_id, "record_id")])
+            found = self._store.get_records(self._space, [require_text(record_id, "record_id")])
         if not found:
             raise NotFoundError(
                 f"no record {record_id!r} in space {self._space!r}", record_id=record_id
@@ -527,9 +695,9 @@ class Memory:
         if agent is not None and agents is not None:
             raise InvalidInputError("pass agent= or agents=, not both", field="agents")
         if agent is not None:
-            chosen: tuple[str, ...] = (_text(agent, "agent"),)
+            chosen: tuple[str, ...] = (require_text(agent, "agent"),)
         elif agents is not None:
-            chosen = tuple(dict.fromkeys(_strings(agents, "agents")))
+            chosen = tuple(dict.fromkeys(string_tuple(agents, "agents")))
         else:
             chosen = tuple(self._store.agents(self._space))
         return Query(
@@ -539,7 +707,7 @@ class Memory:
             k=k,
             as_of=require_aware(as_of, "as_of"),
             config=config,
-            kinds=None if kinds is None else frozenset(_enum(Kind, x, "kinds") for x in kinds),
+            kinds=None if kinds is None else frozenset(to_enum(Kind, x, "kinds") for x in kinds),
             include_history=bool(include_history),
             valid_at=_optional_instant(valid_at, "valid_at"),
             explain=explain,

@@ -302,7 +302,7 @@ def test_validity_windows_and_kinds_filter_candidates(mem: Memory, clock: SimClo
         "use pnpm",
         kind="instruction",
         valid_from=start + timedelta(days=30),
-        embedding=unit(1, 0),
+        embedding=unit(1, 0.5),
     ).id
     mem.remember("saw a bird", embedding=unit(1, 0))
     early = mem.peek("q", query_embedding=unit(1, 0), kinds=["instruction"])

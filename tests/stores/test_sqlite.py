@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from chronomem import Memory, SimClock, SQLiteStore, StoreError
+from chronomem.stores.sqlite_schema import MIGRATIONS
 
 from ..conftest import unit
 
@@ -46,11 +47,29 @@ def test_store_uses_wal_and_records_its_schema_version(db_path: Path) -> None:
 def test_reopening_applies_no_migration_twice(db_path: Path) -> None:
     SQLiteStore(db_path).close()
     store = SQLiteStore(db_path)
-    assert store.schema_version() == 1
+    assert store.schema_version() == MIGRATIONS[-1].version
     store.close()
     conn = sqlite3.connect(db_path)
-    assert conn.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0] == 1
+    versions = [r[0] for r in conn.execute("SELECT version FROM schema_version ORDER BY version")]
+    assert versions == [m.version for m in MIGRATIONS]
     conn.close()
+
+
+def test_a_version_1_store_is_migrated_in_place(db_path: Path) -> None:
+    conn = sqlite3.connect(db_path)
+    conn.execute(
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, description TEXT NOT NULL,"
+        " applied_at TEXT NOT NULL)"
+    )
+    for statement in MIGRATIONS[0].statements:
+        conn.execute(statement)
+    conn.execute("INSERT INTO schema_version VALUES (1, 'initial', '2026-01-01')")
+    conn.commit()
+    conn.close()
+    with Memory.open(db_path, embedder=None) as mem:
+        rid = mem.remember("survives the migration").id
+        assert mem.store.schema_version() == MIGRATIONS[-1].version
+        assert mem.get(rid).valid_until_before is None
 
 
 def test_a_store_from_a_newer_version_is_refused(db_path: Path) -> None:

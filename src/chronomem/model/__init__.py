@@ -1,5 +1,6 @@
 """Value types of chronomem: records, write results, hits and their breakdowns."""
 
+from chronomem.model.audit import AuditEntry, ForgetResult
 from chronomem.model.ids import IdFactory, id_instant
 from chronomem.model.record import (
     Breakdown,
@@ -14,8 +15,10 @@ from chronomem.model.record import (
 )
 
 __all__ = [
+    "AuditEntry",
     "Breakdown",
     "EvidenceStatus",
+    "ForgetResult",
     "Hit",
     "IdFactory",
     "Kind",

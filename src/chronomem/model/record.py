@@ -64,7 +64,9 @@ class Record:
     """One memory, with every field of DESIGN §1/§3. Instants are aware UTC.
 
     ``superseded_at`` is the instant the record stopped being open, whether a successor replaced it
-    (``status == "superseded"``, ``superseded_by`` set) or ``close()`` closed it.
+    (``status == "superseded"``, ``superseded_by`` set) or ``close()`` closed it. Closing also
+    ends the world-time window (``valid_until``); ``valid_until_before`` keeps the end it had
+    before, so a read as of an earlier instant sees the window as it was then.
     """
 
     id: str
@@ -82,6 +84,7 @@ class Record:
     status: Status = Status.OPEN
     superseded_by: str | None = None
     superseded_at: datetime | None = None
+    valid_until_before: datetime | None = None
     closed_reason: str | None = None
     supersedes: tuple[str, ...] = ()
     domain: str | None = None
@@ -101,7 +104,18 @@ class Record:
             return False
         if include_history:
             return True
-        return self.superseded_at is None or self.superseded_at > as_of
+        return self.is_valid(as_of, as_of)
+
+    def is_valid(self, valid_at: datetime, as_of: datetime) -> bool:
+        """Whether the world-time window, as known at ``as_of``, contains ``valid_at``."""
+        closed = self.superseded_at is not None and self.superseded_at <= as_of
+        until = self.valid_until if closed else self.valid_until_before_close()
+        if self.valid_from is not None and valid_at < self.valid_from:
+            return False
+        return until is None or valid_at < until
+
+    def valid_until_before_close(self) -> datetime | None:
+        return self.valid_until if self.superseded_at is None else self.valid_until_before
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; instants as ISO 8601 with offset, enums as their values."""
@@ -127,6 +141,7 @@ INSTANT_FIELDS = (
     "valid_from",
     "valid_until",
     "superseded_at",
+    "valid_until_before",
 )
 
 

@@ -9,6 +9,7 @@ or any other process writing the same store), inside the read's snapshot.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -18,9 +19,22 @@ from chronomem.model.record import Kind
 from chronomem.stores.base import NEVER, SINCE_EVER, MemoryStore, RecordColumns
 from chronomem.text import dedup_key
 
-__all__ = ["KIND_CODES", "AgentArrays", "SpaceIndex"]
+__all__ = ["KINDS", "KIND_CODES", "AgentArrays", "Bounds", "SpaceIndex"]
 
-KIND_CODES: dict[Kind, int] = {kind: code for code, kind in enumerate(Kind)}
+KINDS: tuple[Kind, ...] = tuple(Kind)
+KIND_CODES: dict[Kind, int] = {kind: code for code, kind in enumerate(KINDS)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bounds:
+    max_recorded: int
+    min_superseded: int
+    max_valid_from: int
+    min_valid_until: int
+    kinds: frozenset[Kind]
+    any_feedback: bool
+
+
 _ID_DTYPE = np.dtype("<U26")
 
 F32 = npt.NDArray[np.float32]
@@ -47,6 +61,7 @@ class AgentArrays:
         "last_verified_at",
         "valid_from",
         "valid_until",
+        "valid_until_before",
         "superseded_at",
     )
     _F64_FIELDS = ("importance", "feedback_score")
@@ -65,9 +80,10 @@ class AgentArrays:
         self.ids = np.empty(cap, dtype=_ID_DTYPE)
         self.emb: F32 | None = None if dim is None else np.zeros((cap, dim), dtype=np.float32)
         self.texts: list[str] = []
+        self.domains: list[str | None] = []
         self.position: dict[str, int] = {}
         self._derived: dict[object, npt.NDArray[np.generic]] = {}
-        self._bounds: tuple[int, int, int, int] | None = None
+        self._bounds: Bounds | None = None
 
     # typed accessors for the dynamic columns (mypy cannot see setattr)
     pk: npt.NDArray[np.int64]
@@ -76,6 +92,7 @@ class AgentArrays:
     last_verified_at: npt.NDArray[np.int64]
     valid_from: npt.NDArray[np.int64]
     valid_until: npt.NDArray[np.int64]
+    valid_until_before: npt.NDArray[np.int64]
     superseded_at: npt.NDArray[np.int64]
     importance: npt.NDArray[np.float64]
     feedback_score: npt.NDArray[np.float64]
@@ -132,6 +149,7 @@ class AgentArrays:
         for offset, i in enumerate(rows):
             self.position[cols.ids[i]] = start + offset
             self.texts.append(cols.texts[i])
+            self.domains.append(cols.domains[i])
         self.n = start + rows.size
         if start and self.pk[start - 1] >= self.pk[start]:
             raise StoreError("store keys are not increasing; the in-memory index is out of sync")
@@ -157,25 +175,33 @@ class AgentArrays:
             self.emb[: kept_emb.shape[0]] = kept_emb
             self.emb[kept_emb.shape[0] : self.n] = 0.0
         self.texts = [t for t, k in zip(self.texts, keep, strict=True) if k]
+        self.domains = [d for d, k in zip(self.domains, keep, strict=True) if k]
         self.n = int(keep.sum())
         self.position = {str(i): p for p, i in enumerate(self.ids[: self.n])}
         self._derived.clear()
         self._bounds = None
 
     # -- derived values, cached until the rows change ------------------------------------
-    def bounds(self) -> tuple[int, int, int, int]:
-        """``(max recorded_at, min superseded_at, max valid_from, min valid_until)``: when an
-        instant lies inside them every row is visible and reads skip the visibility mask."""
+    def bounds(self) -> Bounds:
+        """Extremes of the visibility and lifecycle columns: when a read's instants lie inside
+        them every row is visible and the lifecycle factor is 1, so the read skips those passes."""
         if self._bounds is None:
             n = self.n
             if n == 0:
-                self._bounds = (SINCE_EVER, NEVER, SINCE_EVER, NEVER)
+                self._bounds = Bounds(
+                    max_recorded=SINCE_EVER, min_superseded=NEVER, max_valid_from=SINCE_EVER,
+                    min_valid_until=NEVER, kinds=frozenset(), any_feedback=False,
+                )  # fmt: skip
             else:
-                self._bounds = (
-                    int(self.recorded_at[:n].max()),
-                    int(self.superseded_at[:n].min()),
-                    int(self.valid_from[:n].max()),
-                    int(self.valid_until[:n].min()),
+                self._bounds = Bounds(
+                    max_recorded=int(self.recorded_at[:n].max()),
+                    min_superseded=int(self.superseded_at[:n].min()),
+                    max_valid_from=int(self.valid_from[:n].max()),
+                    min_valid_until=int(
+                        min(self.valid_until[:n].min(), self.valid_until_before[:n].min())
+                    ),
+                    kinds=frozenset(KINDS[c] for c in np.unique(self.kind[:n])),
+                    any_feedback=bool(np.any(self.feedback_score[:n] != 0.0)),
                 )
         return self._bounds
 
@@ -185,6 +211,18 @@ class AgentArrays:
         if cached is None:
             cached = np.fromiter((dedup_key(t) for t in self.texts), dtype=np.int64, count=self.n)
             self._derived["text_keys"] = cached
+        return cached  # type: ignore[return-value]
+
+    def domain_keys(self) -> npt.NDArray[np.int64]:
+        """Hashes of the domains (0 for no domain) for equality tests."""
+        cached = self._derived.get("domain_keys")
+        if cached is None:
+            cached = np.fromiter(
+                (0 if d is None else dedup_key("\x00" + d) for d in self.domains),
+                dtype=np.int64,
+                count=self.n,
+            )
+            self._derived["domain_keys"] = cached
         return cached  # type: ignore[return-value]
 
     def contains(self, substring: str) -> npt.NDArray[np.bool_]:

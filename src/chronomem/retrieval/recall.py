@@ -1,4 +1,5 @@
-"""One read, stage by stage (DESIGN §2): candidates, components, score, rank, dedup, hits.
+"""One read, stage by stage (DESIGN §2): candidates, components, lifecycle factor, score, rank,
+dedup, hits.
 
 This module reads the store and the in-memory arrays but never writes; touching is the engine's
 job, after the hits are known.
@@ -16,16 +17,18 @@ import numpy.typing as npt
 
 from chronomem.clock import to_micros
 from chronomem.config import ScoringConfig
+from chronomem.lifecycle.rules import decay_factor, feedback_factor
 from chronomem.model.record import Breakdown, Hit, Kind, Record
 from chronomem.retrieval.index import KIND_CODES, AgentArrays, SpaceIndex
 from chronomem.scoring.score import Candidates, Scores, rank, score
 from chronomem.stores.base import MemoryStore
 
-__all__ = ["Query", "search"]
+__all__ = ["Columns", "Query", "columns", "search", "visible"]
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,7 +52,7 @@ class Query:
 
 
 @dataclass(frozen=True, slots=True)
-class _Columns:
+class Columns:
     """The loaded agents' columns side by side (views when there is one agent)."""
 
     arrays: list[AgentArrays]
@@ -59,48 +62,109 @@ class _Columns:
         parts = [getattr(a, name)[: a.n] for a in self.arrays]
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
+    def derived(self, method: str, *args: Any) -> npt.NDArray[Any]:
+        parts = [getattr(a, method)(*args) for a in self.arrays]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
     @property
     def size(self) -> int:
         return int(self.offsets[-1])
 
 
-def _visible(cols: _Columns, q: Query) -> npt.NDArray[np.bool_] | None:
-    """DESIGN §2 step 1: recorded by ``as_of``, open at ``as_of`` and valid at ``valid_at``.
+def visible(
+    cols: Columns,
+    *,
+    as_of_us: int,
+    valid_at_us: int,
+    include_history: bool,
+    kinds: frozenset[Kind] | None,
+    exclude_kinds: frozenset[Kind] = frozenset(),
+    exclude_text: str | None = None,
+) -> Mask | None:
+    """DESIGN §2 step 1: recorded by ``as_of`` and, unless ``include_history``, inside the
+    world-time window at ``valid_at`` as that window was known at ``as_of`` (closing a record
+    ends its window; before the closing, the window it had applies).
 
-    Returns ``None`` when every row is a candidate (the common case, found from per-agent
-    bounds without a pass over the rows).
+    Returns ``None`` when every row is a candidate (found from per-agent bounds, without a pass
+    over the rows).
     """
-    as_of_us = to_micros(q.as_of)
-    valid_at_us = as_of_us if q.valid_at is None else to_micros(q.valid_at)
-    filtered = q.kinds is not None or bool(q.config.exclude_kinds) or bool(q.config.exclude_text)
-    if not filtered:
-        everything = True
-        for a in cols.arrays:
-            max_recorded, min_superseded, max_valid_from, min_valid_until = a.bounds()
-            everything &= max_recorded <= as_of_us
-            if not q.include_history:
-                everything &= min_superseded > as_of_us and max_valid_from <= valid_at_us
-                everything &= min_valid_until > valid_at_us
-        if everything:
-            return None
-    mask = cols.cat("recorded_at") <= as_of_us
-    if not q.include_history:
-        mask &= cols.cat("superseded_at") > as_of_us
+    filtered = kinds is not None or bool(exclude_kinds) or bool(exclude_text)
+    if not filtered and all(
+        b.max_recorded <= as_of_us
+        and (include_history or (b.max_valid_from <= valid_at_us < b.min_valid_until))
+        for b in (a.bounds() for a in cols.arrays)
+    ):
+        return None
+    mask: Mask = cols.cat("recorded_at") <= as_of_us
+    if not include_history:
+        closed = cols.cat("superseded_at") <= as_of_us
+        until = np.where(closed, cols.cat("valid_until"), cols.cat("valid_until_before"))
+        mask &= until > valid_at_us
         mask &= cols.cat("valid_from") <= valid_at_us
-        mask &= cols.cat("valid_until") > valid_at_us
     kind = cols.cat("kind")
-    if q.kinds is not None:
-        mask &= np.isin(kind, [KIND_CODES[k] for k in q.kinds])
-    if q.config.exclude_kinds:
-        mask &= ~np.isin(kind, [KIND_CODES[k] for k in q.config.exclude_kinds])
-    if q.config.exclude_text:
-        substring = q.config.exclude_text
-        contains = [a.contains(substring) for a in cols.arrays]
-        mask &= ~(contains[0] if len(contains) == 1 else np.concatenate(contains))
+    if kinds is not None:
+        mask &= np.isin(kind, [KIND_CODES[k] for k in kinds])
+    if exclude_kinds:
+        mask &= ~np.isin(kind, [KIND_CODES[k] for k in exclude_kinds])
+    if exclude_text:
+        mask &= ~cols.derived("contains", exclude_text)
     return mask
 
 
-def _dense(cols: _Columns, vector: F32 | None) -> F64 | None:
+def _visible(cols: Columns, q: Query) -> Mask | None:
+    as_of_us = to_micros(q.as_of)
+    return visible(
+        cols,
+        as_of_us=as_of_us,
+        valid_at_us=as_of_us if q.valid_at is None else to_micros(q.valid_at),
+        include_history=q.include_history,
+        kinds=q.kinds,
+        exclude_kinds=q.config.exclude_kinds,
+        exclude_text=q.config.exclude_text,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Lifecycle:
+    decay: F64 | None
+    feedback: F64 | None
+
+    @property
+    def factor(self) -> F64 | None:
+        if self.decay is None:
+            return self.feedback
+        return self.decay if self.feedback is None else self.decay * self.feedback
+
+    def at(self, row: int) -> dict[str, float]:
+        out = {}
+        if self.decay is not None and self.decay[row] != 1.0:
+            out["decay"] = float(self.decay[row])
+        if self.feedback is not None and self.feedback[row] != 1.0:
+            out["feedback"] = float(self.feedback[row])
+        return out
+
+
+def _lifecycle(cols: Columns, q: Query) -> _Lifecycle:
+    """DESIGN §2 step 5, skipped entirely when no row can have a factor other than 1."""
+    life = q.config.lifecycle
+    bounds = [a.bounds() for a in cols.arrays]
+    decay = None
+    if any(b.kinds & life.decay_kinds for b in bounds):
+        decays = np.isin(cols.cat("kind"), [KIND_CODES[k] for k in life.decay_kinds])
+        decay = decay_factor(
+            cols.cat("last_accessed_at"),
+            cols.cat("last_verified_at"),
+            to_micros(q.as_of),
+            decays,
+            life,
+        )
+    feedback = None
+    if life.feedback_strength != 0.0 and any(b.any_feedback for b in bounds):
+        feedback = feedback_factor(cols.cat("feedback_score"), life)
+    return _Lifecycle(decay, feedback)
+
+
+def _dense(cols: Columns, vector: F32 | None) -> F64 | None:
     if vector is None:
         return None
     parts: list[F64] = []
@@ -112,7 +176,7 @@ def _dense(cols: _Columns, vector: F32 | None) -> F64 | None:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-def _lexical(store: MemoryStore, space: str, cols: _Columns, text: str) -> F64:
+def _lexical(store: MemoryStore, space: str, cols: Columns, text: str) -> F64:
     out = np.zeros(cols.size, dtype=np.float64)
     matches = store.lexical(space, [a.agent for a in cols.arrays], text)
     if matches.pk.size == 0:
@@ -121,22 +185,21 @@ def _lexical(store: MemoryStore, space: str, cols: _Columns, text: str) -> F64:
         if a.n == 0:
             continue
         keys = a.pk[: a.n]
-        at = np.searchsorted(keys, matches.pk)
-        at_clipped = np.minimum(at, a.n - 1)
-        found = keys[at_clipped] == matches.pk
-        out[offset + at_clipped[found]] = matches.score[found]
+        at = np.minimum(np.searchsorted(keys, matches.pk), a.n - 1)
+        found = keys[at] == matches.pk
+        out[offset + at[found]] = matches.score[found]
     return out
 
 
 def _select(
-    scores: Scores, cols: _Columns, ids: npt.NDArray[np.str_], recorded_at: I64, k: int
+    scores: Scores, cols: Columns, ids: npt.NDArray[np.str_], recorded_at: I64, k: int
 ) -> list[npt.NDArray[np.intp]]:
     """Ranked row groups: one group per hit. Multi-agent reads collapse equal texts (step 8)."""
     if len(cols.arrays) == 1:
         return [np.asarray([p]) for p in rank(scores.final, recorded_at, ids, k)]
-    keys_parts = [a.text_keys() for a in cols.arrays]
-    keys = keys_parts[0] if len(keys_parts) == 1 else np.concatenate(keys_parts)
-    n_candidates = int(np.count_nonzero(scores.final > -np.inf))
+    keys = cols.derived("text_keys")
+    candidates = scores.final > -np.inf
+    n_candidates = int(np.count_nonzero(candidates))
     window = k
     while True:
         ranked = rank(scores.final, recorded_at, ids, window)
@@ -144,17 +207,15 @@ def _select(
         if first.size >= k or window >= n_candidates:
             break
         window = min(n_candidates, window * 2)
-    representatives = ranked[np.sort(first)][:k]
-    candidates = scores.final > -np.inf
     groups = []
-    for row in representatives:
+    for row in ranked[np.sort(first)][:k]:
         same = np.flatnonzero(candidates & (keys == keys[row]))
         others = same[same != row]
         groups.append(np.concatenate(([row], others[np.argsort(ids[others])])))
     return groups
 
 
-def _breakdown(scores: Scores, row: int, q: Query) -> Breakdown:
+def _breakdown(scores: Scores, life: _Lifecycle, row: int, q: Query) -> Breakdown:
     c = q.config
     parts = scores.components(row)
     return Breakdown(
@@ -172,17 +233,20 @@ def _breakdown(scores: Scores, row: int, q: Query) -> Breakdown:
         importance=parts.importance,
         weights=c.weights,
         episodic=parts.episodic,
-        factors={},
+        factors=life.at(row),
         final=parts.final,
     )
+
+
+def columns(arrays: list[AgentArrays]) -> Columns:
+    sizes = np.fromiter((a.n for a in arrays), dtype=np.intp, count=len(arrays))
+    return Columns(arrays, np.concatenate(([0], np.cumsum(sizes))))
 
 
 def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[Hit]:
     """Run one read; returns at most ``q.k`` hits, best first. Never writes."""
     with store.snapshot():
-        arrays = index.arrays(q.agents)
-        sizes = np.fromiter((a.n for a in arrays), dtype=np.intp, count=len(arrays))
-        cols = _Columns(arrays, np.concatenate(([0], np.cumsum(sizes))))
+        cols = columns(index.arrays(q.agents))
         if cols.size == 0:
             return []
         mask = _visible(cols, q)
@@ -190,30 +254,31 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             return []
         dense = _dense(cols, q.vector)
         needs_lexical = dense is None or q.config.relevance.value != "dense"
-        lexical = _lexical(store, space, cols, q.text) if needs_lexical else None
+        life = _lifecycle(cols, q)
         recorded_at: I64 = cols.cat("recorded_at")
+        ids: npt.NDArray[np.str_] = cols.cat("ids")
         candidates = Candidates(
             mask=mask,
             importance=cols.cat("importance"),
             last_accessed_at=cols.cat("last_accessed_at"),
             recorded_at=recorded_at,
+            ids=ids,
             dense=dense,
-            lexical=lexical,
+            lexical=_lexical(store, space, cols, q.text) if needs_lexical else None,
+            factor=life.factor,
         )
         scores = score(candidates, q.config, as_of_us=to_micros(q.as_of))
-        ids: npt.NDArray[np.str_] = cols.cat("ids")
         groups = _select(scores, cols, ids, recorded_at, q.k)
         wanted = [str(ids[row]) for group in groups for row in group]
         records = {r.id: r for r in store.get_records(space, wanted)}
     hits = []
     for group in groups:
         members: Sequence[Record] = [records[str(ids[row])] for row in group]
-        head = members[0]
         hits.append(
             Hit(
-                record=head,
+                record=members[0],
                 score=float(scores.final[group[0]]),
-                breakdown=_breakdown(scores, int(group[0]), q) if q.explain else None,
+                breakdown=_breakdown(scores, life, int(group[0]), q) if q.explain else None,
                 holders=tuple(m.agent for m in members),
                 record_ids=tuple(m.id for m in members),
             )

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from chronomem.model.audit import AuditEntry, Closure
 from chronomem.model.record import Record
 
 __all__ = [
@@ -61,6 +62,8 @@ class RecordColumns:
 
     Open-ended instants use the :data:`NEVER` / :data:`SINCE_EVER` sentinels. ``embeddings`` holds
     raw vectors (zeros where ``has_embedding`` is false) or is ``None`` when the batch has none.
+    ``valid_until_before`` is the window end a read must use for instants before ``superseded_at``
+    (the current ``valid_until`` for records never closed).
     """
 
     pk: I64
@@ -76,6 +79,8 @@ class RecordColumns:
     valid_until: I64
     superseded_at: I64
     feedback_score: F64
+    valid_until_before: I64
+    domains: list[str | None]
     has_embedding: npt.NDArray[np.bool_]
     embeddings: F32 | None
 
@@ -158,3 +163,48 @@ class MemoryStore(Protocol):
         ...
 
     def stats(self, space: str) -> dict[str, Any]: ...
+
+    # -- lifecycle (each is one transaction, or joins the one ``write()`` opened) --------------
+    def write(self) -> AbstractContextManager[None]:
+        """A write transaction: every write method called inside commits together."""
+        ...
+
+    def close_records(self, space: str, closures: Sequence[Closure]) -> None: ...
+
+    def set_verified(self, space: str, record_id: str, at_us: int) -> None: ...
+
+    def add_feedback(
+        self,
+        space: str,
+        record_id: str,
+        signal: float,
+        *,
+        at_us: int,
+        reason: str | None,
+        actor: str | None,
+    ) -> float:
+        """Append a rating to the feedback log and return the record's new summed score."""
+        ...
+
+    def dependants(self, space: str, record_id: str) -> list[tuple[str, str]]:
+        """``(record_id, relation)`` of every record that depends on ``record_id``: records citing
+        it as evidence and its neighbours in a supersession chain."""
+        ...
+
+    def delete_records(self, space: str, ids: Sequence[str], *, purge: bool) -> None:
+        """Delete rows, vectors and full-text entries; with ``purge`` also rewrite the full-text
+        index so no posting of the deleted text survives."""
+        ...
+
+    def scrub(self) -> bool:
+        """After a purge committed: move every page out of the write-ahead log and truncate it.
+        Returns whether that completed (a reader in another process can delay it)."""
+        ...
+
+    def flag_evidence(self, space: str, cited_ids: Sequence[str], status: str) -> list[str]:
+        """Set ``evidence_status`` on every record citing one of ``cited_ids``; return their ids."""
+        ...
+
+    def append_audit(self, space: str, entries: Sequence[AuditEntry]) -> None: ...
+
+    def audit(self, space: str, record_id: str | None = None) -> list[AuditEntry]: ...

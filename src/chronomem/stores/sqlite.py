@@ -24,6 +24,7 @@ import numpy as np
 
 from chronomem.clock import from_micros, to_micros
 from chronomem.errors import ConflictError, StoreError
+from chronomem.model.audit import AuditEntry, Closure
 from chronomem.model.record import EvidenceStatus, Kind, Record, Sensitivity, Status
 from chronomem.stores.base import (
     NEVER,
@@ -54,6 +55,7 @@ _RECORD_COLUMNS = (
     "status",
     "superseded_by",
     "superseded_at",
+    "valid_until_before",
     "closed_reason",
     "supersedes",
     "domain",
@@ -76,7 +78,9 @@ _INSERT_RECORD = (
 )
 _COLUMNS_SELECT = f"""SELECT pk, id, agent, kind, text, importance, recorded_at, last_accessed_at,
     COALESCE(last_verified_at, {SINCE_EVER}), COALESCE(valid_from, {SINCE_EVER}),
-    COALESCE(valid_until, {NEVER}), COALESCE(superseded_at, {NEVER}), feedback_score, embedding
+    COALESCE(valid_until, {NEVER}), COALESCE(superseded_at, {NEVER}), feedback_score,
+    COALESCE(CASE WHEN superseded_at IS NULL THEN valid_until ELSE valid_until_before END, {NEVER}),
+    domain, embedding
     FROM records"""
 _CHUNK = 900  # ids per IN (...) list
 # A unary "+" before a column (``+space``) keeps SQLite from driving a lookup by id or key through
@@ -113,6 +117,7 @@ def _record_params(record: Record) -> tuple[Any, ...]:
         record.status.value,
         record.superseded_by,
         _opt_us(record.superseded_at),
+        _opt_us(record.valid_until_before),
         record.closed_reason,
         _json(list(record.supersedes)),
         record.domain,
@@ -141,8 +146,8 @@ def _row_to_record(row: Sequence[Any]) -> Record:
     (
         rid, space, agent, kind, text, importance, occurred_at, recorded_at, last_accessed_at,
         last_verified_at, valid_from, valid_until, status, superseded_by, superseded_at,
-        closed_reason, supersedes, domain, tags, metadata, evidence, depth, event_id,
-        sensitivity, evidence_status, feedback_score, has_embedding,
+        valid_until_before, closed_reason, supersedes, domain, tags, metadata, evidence, depth,
+        event_id, sensitivity, evidence_status, feedback_score, has_embedding,
     ) = row  # fmt: skip
     return Record(
         id=rid,
@@ -160,6 +165,7 @@ def _row_to_record(row: Sequence[Any]) -> Record:
         status=_STATUSES[status],
         superseded_by=superseded_by,
         superseded_at=_opt_dt(superseded_at),
+        valid_until_before=_opt_dt(valid_until_before),
         closed_reason=closed_reason,
         supersedes=_json_tuple(supersedes),
         domain=domain,
@@ -258,6 +264,11 @@ class SQLiteStore:
             raise ConflictError(f"{self.path}: write conflicts with stored data: {exc}") from exc
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: write failed: {exc}") from exc
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        with self._write():
+            yield
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -502,6 +513,155 @@ class SQLiteStore:
             "bytes_on_disk": size,
         }
 
+    # -- lifecycle ------------------------------------------------------------------------
+    def close_records(self, space: str, closures: Sequence[Closure]) -> None:
+        if not closures:
+            return
+        with self._write() as conn:
+            seq = self._bump(conn, space)
+            for c in closures:
+                cur = conn.execute(
+                    "UPDATE records SET status = ?, superseded_by = ?, superseded_at = ?,"
+                    " valid_until = ?, valid_until_before = ?, closed_reason = ?, change_seq = ?"
+                    " WHERE id = ? AND +space = ? AND status = 'open'",
+                    (
+                        c.status.value, c.superseded_by, to_micros(c.superseded_at),
+                        _opt_us(c.valid_until), _opt_us(c.valid_until_before), c.reason, seq,
+                        c.record_id, space,
+                    ),
+                )  # fmt: skip
+                if cur.rowcount != 1:
+                    raise ConflictError(
+                        f"record {c.record_id} is no longer open (changed concurrently)",
+                        record_id=c.record_id,
+                    )
+
+    def set_verified(self, space: str, record_id: str, at_us: int) -> None:
+        with self._write() as conn:
+            seq = self._bump(conn, space)
+            conn.execute(
+                "UPDATE records SET last_verified_at = MAX(COALESCE(last_verified_at, ?), ?),"
+                " change_seq = ? WHERE id = ? AND +space = ?",
+                (at_us, at_us, seq, record_id, space),
+            )
+
+    def add_feedback(
+        self,
+        space: str,
+        record_id: str,
+        signal: float,
+        *,
+        at_us: int,
+        reason: str | None,
+        actor: str | None,
+    ) -> float:
+        with self._write() as conn:
+            seq = self._bump(conn, space)
+            conn.execute(
+                "INSERT INTO feedback_log (space, record_id, at, signal, reason, actor)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (space, record_id, at_us, signal, reason, actor),
+            )
+            row = conn.execute(
+                "UPDATE records SET feedback_score = feedback_score + ?, change_seq = ?"
+                " WHERE id = ? AND +space = ? RETURNING feedback_score",
+                (signal, seq, record_id, space),
+            ).fetchone()
+        return float(row[0])
+
+    def dependants(self, space: str, record_id: str) -> list[tuple[str, str]]:
+        rows = self._query(
+            "SELECT r.id, 'cites it as evidence' FROM records r, json_each(r.evidence) e"
+            " WHERE r.space = ? AND e.value = ?"
+            " UNION ALL SELECT superseded_by, 'supersedes it' FROM records"
+            " WHERE id = ? AND +space = ? AND superseded_by IS NOT NULL"
+            " UNION ALL SELECT e.value, 'is superseded by it' FROM records r,"
+            " json_each(r.supersedes) e WHERE r.id = ? AND +r.space = ?",
+            (space, record_id, record_id, space, record_id, space),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def delete_records(self, space: str, ids: Sequence[str], *, purge: bool) -> None:
+        if not ids:
+            return
+        with self._write() as conn:
+            seq = self._bump(conn, space)
+            for chunk in _chunks(list(ids)):
+                marks = _placeholders(len(chunk))
+                conn.execute(
+                    "INSERT INTO tombstones (space, record_id, agent, change_seq) SELECT space,"
+                    f" id, agent, ? FROM records WHERE id IN ({marks}) AND +space = ?",
+                    (seq, *chunk, space),
+                )
+                # The FTS trigger removes the full-text entries; secure_delete zeroes the freed
+                # bytes of the row (text, vector) in the pages it leaves.
+                conn.execute(
+                    f"DELETE FROM records WHERE id IN ({marks}) AND +space = ?", (*chunk, space)
+                )
+                if purge:
+                    conn.execute(
+                        f"DELETE FROM feedback_log WHERE record_id IN ({marks})", tuple(chunk)
+                    )
+            if purge:
+                # FTS5 records deletions as new segments; 'optimize' merges every segment into
+                # one, dropping the deleted postings, and the old segment pages are freed (and
+                # zeroed).
+                conn.execute("INSERT INTO records_fts(records_fts) VALUES ('optimize')")
+
+    def scrub(self) -> bool:
+        with self._lock:
+            try:
+                busy = 1
+                for _ in range(10):
+                    busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                    if not busy:
+                        return True
+                return False
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self.path}: checkpoint failed: {exc}") from exc
+
+    def flag_evidence(self, space: str, cited_ids: Sequence[str], status: str) -> list[str]:
+        if not cited_ids:
+            return []
+        with self._write() as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT r.id FROM records r, json_each(r.evidence) e"
+                f" WHERE r.space = ? AND e.value IN ({_placeholders(len(cited_ids))})",
+                (space, *cited_ids),
+            ).fetchall()
+            flagged = [r[0] for r in rows]
+            if flagged:
+                seq = self._bump(conn, space)
+                conn.executemany(
+                    "UPDATE records SET evidence_status = ?, change_seq = ? WHERE id = ?",
+                    [(status, seq, rid) for rid in flagged],
+                )
+        return flagged
+
+    def append_audit(self, space: str, entries: Sequence[AuditEntry]) -> None:
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT INTO audit_log (space, at, action, record_id, actor, reason, detail)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (space, to_micros(e.at), e.action, e.record_id, e.actor, e.reason,
+                     _json(dict(e.detail)))
+                    for e in entries
+                ],
+            )  # fmt: skip
+
+    def audit(self, space: str, record_id: str | None = None) -> list[AuditEntry]:
+        sql = "SELECT seq, at, action, record_id, actor, reason, detail FROM audit_log"
+        sql += " WHERE space = ?" + (" AND record_id = ?" if record_id else "") + " ORDER BY seq"
+        rows = self._query(sql, (space, record_id) if record_id else (space,))
+        return [
+            AuditEntry(
+                seq=r[0], at=from_micros(r[1]), action=r[2], record_id=r[3], actor=r[4],
+                reason=r[5], detail=json.loads(r[6]),
+            )
+            for r in rows
+        ]  # fmt: skip
+
 
 def _columns(rows: list[Any], path: Path) -> RecordColumns:
     n = len(rows)
@@ -512,10 +672,11 @@ def _columns(rows: list[Any], path: Path) -> RecordColumns:
             importance=np.empty(0, np.float64), recorded_at=empty_i, last_accessed_at=empty_i,
             last_verified_at=empty_i, valid_from=empty_i, valid_until=empty_i,
             superseded_at=empty_i, feedback_score=np.empty(0, np.float64),
+            valid_until_before=empty_i, domains=[],
             has_embedding=np.empty(0, np.bool_), embeddings=None,
         )  # fmt: skip
     cols = list(zip(*rows, strict=True))
-    blobs: tuple[bytes | None, ...] = cols[13]
+    blobs: tuple[bytes | None, ...] = cols[15]
     has = np.fromiter((b is not None for b in blobs), dtype=np.bool_, count=n)
     embeddings = None
     if has.any():
@@ -539,6 +700,8 @@ def _columns(rows: list[Any], path: Path) -> RecordColumns:
         valid_until=np.asarray(cols[10], dtype=np.int64),
         superseded_at=np.asarray(cols[11], dtype=np.int64),
         feedback_score=np.asarray(cols[12], dtype=np.float64),
+        valid_until_before=np.asarray(cols[13], dtype=np.int64),
+        domains=list(cols[14]),
         has_embedding=has,
         embeddings=embeddings,
     )

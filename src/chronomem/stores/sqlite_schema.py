@@ -92,6 +92,34 @@ _INITIAL = (
     END""",
 )
 
+_LIFECYCLE = (
+    # The world-time end a record had before it was closed: reads "as of" an instant before the
+    # closing see the window as it was then.
+    "ALTER TABLE records ADD COLUMN valid_until_before INTEGER",
+    """CREATE TABLE audit_log (
+        seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+        space     TEXT NOT NULL,
+        at        INTEGER NOT NULL,
+        action    TEXT NOT NULL,
+        record_id TEXT NOT NULL,
+        actor     TEXT,
+        reason    TEXT,
+        detail    TEXT NOT NULL DEFAULT '{}'
+    )""",
+    "CREATE INDEX audit_by_record ON audit_log(record_id)",
+    """CREATE TABLE feedback_log (
+        seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+        space     TEXT NOT NULL,
+        record_id TEXT NOT NULL,
+        at        INTEGER NOT NULL,
+        signal    REAL NOT NULL,
+        reason    TEXT,
+        actor     TEXT
+    )""",
+    "CREATE INDEX feedback_by_record ON feedback_log(record_id)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "records, agents, spaces, full-text index", _INITIAL),
+    Migration(2, "lifecycle: pre-close validity, audit log, feedback log", _LIFECYCLE),
 )

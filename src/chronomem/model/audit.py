@@ -1,0 +1,66 @@
+"""Values of the lifecycle: audit entries and what a forget did."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from chronomem.model.record import Status
+
+__all__ = ["AuditEntry", "Closure", "ForgetResult"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditEntry:
+    """One lifecycle change, appended and never edited (DESIGN §3).
+
+    ``action`` is one of ``supersede``, ``close``, ``verify``, ``feedback``, ``forget``, ``purge``,
+    ``flag``. For forgets and purges the entry keeps the id and the reason, never the content.
+    """
+
+    seq: int
+    at: datetime
+    action: str
+    record_id: str
+    actor: str | None = None
+    reason: str | None = None
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "at": self.at.isoformat(),
+            "action": self.action,
+            "record_id": self.record_id,
+            "actor": self.actor,
+            "reason": self.reason,
+            "detail": dict(self.detail),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ForgetResult:
+    """What ``forget`` did: ``purged`` when the bytes were scrubbed (secret/personal records or
+    ``purge=True``); ``flagged`` the dependants now marked ``evidence_missing``; ``scrubbed``
+    whether the write-ahead log could be truncated (another process holding a read open can
+    delay that; the next purge or checkpoint completes it)."""
+
+    record_id: str
+    purged: bool
+    flagged: tuple[str, ...] = ()
+    scrubbed: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Closure:
+    """How one record is closed: the fields to write."""
+
+    record_id: str
+    status: Status
+    superseded_by: str | None
+    superseded_at: datetime
+    valid_until: datetime | None
+    valid_until_before: datetime | None
+    reason: str | None

@@ -1,0 +1,80 @@
+"""The near-duplicate write gate's lookup (DESIGN §3): the nearest open record of the same agent,
+gated kinds and domain."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from chronomem.config import WriteGate
+from chronomem.model.record import Record
+from chronomem.retrieval.index import AgentArrays
+from chronomem.retrieval.recall import columns, visible
+from chronomem.text import dedup_key
+
+__all__ = ["Duplicate", "find_duplicate"]
+
+F32 = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    record_id: str
+    similarity: float
+
+
+def _domain_key(domain: str | None) -> int:
+    return 0 if domain is None else dedup_key("\x00" + domain)
+
+
+def find_duplicate(
+    arrays: AgentArrays,
+    record: Record,
+    vector: F32 | None,
+    *,
+    gate: WriteGate,
+    threshold: float,
+    as_of_us: int,
+) -> Duplicate | None:
+    """The most similar open record of ``record``'s agent, gated kinds and domain at or above
+    ``threshold`` (cosine), or with the same normalised text when there is no vector."""
+    if arrays.n == 0:
+        return None
+    cols = columns([arrays])
+    mask = visible(
+        cols, as_of_us=as_of_us, valid_at_us=as_of_us, include_history=False, kinds=gate.kinds
+    )
+    same = arrays.domain_keys() == _domain_key(record.domain)
+    mask = same if mask is None else mask & same
+    if vector is not None and arrays.emb is not None and arrays.dim == vector.shape[0]:
+        unit = (vector / np.linalg.norm(vector)).astype(np.float32)
+        sims = np.where(
+            mask & arrays.has_embedding[: arrays.n], arrays.emb[: arrays.n] @ unit, -np.inf
+        )
+    else:
+        sims = np.where(mask & (arrays.text_keys() == dedup_key(record.text)), 1.0, -np.inf)
+    best = int(np.argmax(sims))
+    if sims[best] >= threshold:
+        return Duplicate(str(arrays.ids[best]), float(sims[best]))
+    return None
+
+
+def same_batch_duplicate(
+    earlier: list[tuple[Record, F32 | None]], record: Record, vector: F32 | None, threshold: float
+) -> Duplicate | None:
+    """The gate against records accepted earlier in the same batch."""
+    for other, other_vector in earlier:
+        if other.agent != record.agent or other.domain != record.domain:
+            continue
+        if vector is not None and other_vector is not None:
+            sim = float(
+                np.dot(vector, other_vector)
+                / (np.linalg.norm(vector) * np.linalg.norm(other_vector))
+            )
+        else:
+            sim = 1.0 if dedup_key(other.text) == dedup_key(record.text) else 0.0
+        if sim >= threshold:
+            return Duplicate(other.id, sim)
+    return None
