@@ -101,3 +101,55 @@ def test_every_command_has_help_and_is_documented(
     assert exc.value.code == 0
     assert "usage: chronomem" in capsys.readouterr().out
     assert re.search(rf"chronomem {command}\b", README.read_text()), f"README lacks {command}"
+
+
+def test_lifecycle_verbs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    common = ("--db", str(tmp_path / "life.db"), "--no-embedder")
+    _, out, _ = run(
+        capsys, "remember", "install packages with npm", "--kind", "instruction", *common
+    )
+    npm = out.strip()
+    code, out, _ = run(capsys, "supersede", npm, "--text", "install packages with pnpm",
+                       "--reason", "team moved", "--actor", "ana", *common)  # fmt: skip
+    assert code == 0
+    pnpm = out.strip()
+    _, out, _ = run(capsys, "history", npm, *common)
+    assert out.index(npm) < out.index(pnpm)
+    assert f"superseded by {pnpm}" in out
+
+    _, out, _ = run(capsys, "recall", "install packages", "--no-touch", *common)
+    assert pnpm in out
+    assert npm not in out
+    _, out, _ = run(
+        capsys, "recall", "install packages", "--include-history", "--no-touch", *common
+    )
+    assert pnpm in out
+    assert npm in out
+
+    _, out, _ = run(capsys, "remember", "retry flaky tests until green", "--kind", "instruction",
+                    *common)  # fmt: skip
+    retry = out.strip()
+    assert (
+        run(capsys, "feedback", retry, "harmful", "--reason", "hid a regression", *common)[0] == 0
+    )
+    assert run(capsys, "verify", pnpm, *common)[0] == 0
+    assert run(capsys, "close", retry, "--reason", "replaced by a policy", *common)[0] == 0
+    code, _, err = run(capsys, "close", retry, "--reason", "twice", *common)
+    assert code == 1
+    assert "already closed" in err
+
+    code, _, err = run(capsys, "forget", npm, "--reason", "cleanup", *common)
+    assert code == 1
+    assert pnpm in err  # the dependant is named
+    _, out, _ = run(capsys, "remember", "my PIN is 4921", "--sensitivity", "secret", *common)
+    assert (
+        run(capsys, "forget", out.strip(), "--reason", "secret", *common)[1]
+        .strip()
+        .endswith("purged")
+    )
+
+    _, out, _ = run(capsys, "audit", "--json", *common)
+    actions = [e["action"] for e in json.loads(out)]
+    assert actions[0] == "supersede"
+    assert {"feedback", "verify", "close", "purge"} <= set(actions)
+    assert json.loads(out)[0]["actor"] == "ana"

@@ -21,5 +21,13 @@ def test_demo_runs_and_shows_its_three_sections(
     assert "last_accessed_at identical for 18/18 records" in out
     assert "top-10 ids and scores identical: True" in out
     assert "DIFFERENT" in out
+    section = out[out.index("4. Instructions that forget") :]
+    assert "write gate: a reworded copy -> stored=False" in section
+    first_answer = section[section.index("How do I install packages?") :].split("\n")[2]
+    assert "Install packages with pnpm" in first_answer
+    assert "[pushed down (-1)]" in section
+    january = "\n".join(section[section.index("package-lock.json") :].split("\n")[1:3])
+    assert "Install packages with npm" in january
+    assert "[superseded by" in january
     assert db.exists()
     assert main(["demo", "--db", str(db)]) == 1  # refuses to clobber without --fresh

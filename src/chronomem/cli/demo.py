@@ -4,6 +4,7 @@ SQLite file with the real embedding model.
 1. The paper's scoring and the reference code's scoring rank the same memories differently.
 2. Close and reopen: access times and rankings are identical.
 3. A batch of questions scored on one snapshot vs touched one after another.
+4. Instructions that forget: supersede, push down, close, decay — without losing history.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from chronomem.cli.main import format_hit
 from chronomem.clock import SimClock
 from chronomem.engine import Memory
 from chronomem.errors import ConfigError
-from chronomem.model.record import Hit
+from chronomem.model.record import Hit, WriteResult
 
 __all__ = ["run_demo"]
 
@@ -200,8 +201,97 @@ def run_demo(*, db: str, fresh: bool, threads: int | None) -> int:
         "\n  snapshot: every question sees the same access state; sequential: each question's "
         "touches\n  change the next one's recency, as in the reference code."
     )
+    _instructions_that_forget(path, embedder)
     print(f"\nDone. Inspect the store with:  chronomem stats --db {path} --no-embedder")
+    print(f"                                 chronomem audit --db {path} --no-embedder")
     return 0
+
+
+DEV = "dev-assistant"
+Y = 2025
+
+
+def _when(month: int, day: int) -> datetime:
+    return datetime(Y, month, day, 9, tzinfo=UTC)
+
+
+def _ask(mem: Memory, question: str, **kwargs: object) -> None:
+    print(f"\n  Q: {question!r}" + (f"  {kwargs}" if kwargs else ""))
+    hits = mem.peek(question, agent=DEV, k=3, explain=True, **kwargs)
+    for i, hit in enumerate(hits, start=1):
+        print("  " + format_hit(i, hit).replace("\n", "\n  "))
+
+
+def _stored(result: WriteResult) -> str:
+    if result.id is None:
+        raise ConfigError(f"demo write unexpectedly not stored: {result.reason}")
+    return result.id
+
+
+def _instructions_that_forget(path: Path, embedder: object) -> None:
+    _title(
+        "4. Instructions that forget (a coding assistant's memory over 2025): supersede, "
+        "push down,\n   close and decay — without deleting anything"
+    )
+    clock = SimClock(_when(1, 10))
+    with Memory.open(path, embedder=embedder, clock=clock, space="dev") as mem:  # type: ignore[arg-type]
+        npm = _stored(mem.remember("Install packages with npm", agent=DEV, kind="instruction"))
+        make_test = _stored(
+            mem.remember("Run the tests with make test", agent=DEV, kind="instruction")
+        )
+        retry = _stored(
+            mem.remember(
+                "Retry failing integration tests until they pass", agent=DEV, kind="instruction"
+            )
+        )
+        pin = _stored(
+            mem.remember(
+                "Pin libfoo below 2.1 to work around its date-parsing bug", agent=DEV, kind="fact"
+            )
+        )
+        mem.remember("Tag releases with the date, like v2025.01.10", agent=DEV, kind="instruction")
+        print("  Jan 10  wrote 5 instructions and facts (npm, make test, retry, libfoo pin, tags)")
+
+        clock.set(_when(3, 4))
+        mem.feedback(retry, "harmful", "a retried test hid a real regression", actor="ana")
+        mem.remember(
+            "Investigate a failing integration test before re-running it",
+            agent=DEV,
+            kind="instruction",
+        )
+        print("  Mar 04  feedback(retry, 'harmful'); wrote the investigate-first instruction")
+
+        clock.set(_when(4, 22))
+        mem.close(pin, "libfoo 2.2 fixed the date-parsing bug", actor="ana")
+        print("  Apr 22  close(libfoo pin, 'libfoo 2.2 fixed the bug')")
+
+        clock.set(_when(6, 2))
+        pnpm = mem.supersede(npm, "Install packages with pnpm, not npm", reason="monorepo")
+        print(f"  Jun 02  supersede(npm -> pnpm)  stored={pnpm.stored}")
+        again = mem.remember("install packages with pnpm, not npm.", agent=DEV, kind="instruction")
+        print(f"  Jun 02  write gate: a reworded copy -> stored={again.stored}  ({again.reason})")
+
+        clock.set(_when(10, 1))
+        mem.verify(make_test, actor="ana")
+        print("  Oct 01  verify('Run the tests with make test')  — its staleness resets")
+
+        clock.set(_when(11, 20))
+        print("\n  -- today, Nov 20 (default preset; reads are peeks; 'x decay' is the staleness")
+        print("     factor of instructions unused and unverified for months, floor 0.25)")
+        _ask(mem, "How do I install packages?")
+        _ask(mem, "What should I do when integration tests fail?")
+        _ask(mem, "How do I run the tests?")
+        _ask(mem, "How should I name a release tag?")
+        print("\n  -- history stays answerable")
+        _ask(mem, "Why did we need package-lock.json?", valid_at=_when(1, 20))
+        _ask(mem, "Is there a workaround for libfoo?", as_of=_when(2, 1))
+        print(f"\n  history({npm[:8]}...):")
+        for record in mem.history(npm):
+            print(f"    {record.recorded_at:%b %d}  {record.status.value:<10}  {record.text}")
+        print("\n  audit log:")
+        for entry in mem.audit():
+            why = f" ({entry.reason})" if entry.reason else ""
+            print(f"    {entry.at:%b %d}  {entry.action:<9} {entry.record_id[:8]}...{why}")
 
 
 def _all_records(mem: Memory) -> list:  # type: ignore[type-arg]

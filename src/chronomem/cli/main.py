@@ -30,17 +30,21 @@ class Settings:
     space: str
     embedder: bool
     torch_threads: int | None
+    actor: str | None
 
 
 def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     """The one place the CLI reads its environment: ``CHRONOMEM_DB``, ``CHRONOMEM_SPACE``,
-    ``CHRONOMEM_TORCH_THREADS``. Flags win over the environment."""
+    ``CHRONOMEM_TORCH_THREADS``, and ``CHRONOMEM_ACTOR`` (else ``USER``) for the audit log.
+    Flags win over the environment."""
     threads = environ.get("CHRONOMEM_TORCH_THREADS")
+    actor = getattr(args, "actor", None) or environ.get("CHRONOMEM_ACTOR") or environ.get("USER")
     return Settings(
         db=args.db or environ.get("CHRONOMEM_DB") or "chronomem.db",
         space=args.space or environ.get("CHRONOMEM_SPACE") or "default",
         embedder=not args.no_embedder,
         torch_threads=int(threads) if threads else None,
+        actor=actor,
     )
 
 
@@ -88,7 +92,7 @@ def format_hit(rank: int, hit: Hit) -> str:
     """One hit as text (and its breakdown when present)."""
     r = hit.record
     holders = ",".join(dict.fromkeys(hit.holders or (r.agent,)))
-    marker = "" if r.status.value == "open" else f" [{r.status.value}]"
+    marker = lifecycle_marker(r)
     line = (
         f"{rank:>3}  {hit.score:8.4f}  [{holders}] {_short_time(r.recorded_at)}  "
         f"imp {r.importance:g}  {r.id}{marker}\n     {r.text}"
@@ -103,12 +107,27 @@ def format_hit(rank: int, hit: Hit) -> str:
         rel += f", bm25 {b.relevance_lexical:.3f}"
     rel += ")"
     w = b.weights
+    factors = "".join(f"  x {name} {value:.3f}" for name, value in b.factors.items())
     return (
         f"{line}\n     {rel} x{w.relevance:g}  |  recency {b.recency:.3f} "
         f"(raw {b.recency_raw:.4f}, {b.recency_mode}, age {_age(b.age.total_seconds())}) "
         f"x{w.recency:g}  |  importance {b.importance:.3f} (raw {b.importance_raw:g}) "
-        f"x{w.importance:g}  =  {b.episodic:.4f}  [{b.preset}, {b.normalisation}]"
+        f"x{w.importance:g}  =  {b.episodic:.4f}{factors}  [{b.preset}, {b.normalisation}]"
     )
+
+
+def lifecycle_marker(r: Record) -> str:
+    """A short marker for records that are not plainly open and sound."""
+    marks = []
+    if r.status.value == "superseded":
+        marks.append(f"superseded by {r.superseded_by} on {_short_time(r.superseded_at)}")  # type: ignore[arg-type]
+    elif r.status.value == "closed":
+        marks.append(f"closed on {_short_time(r.superseded_at)}: {r.closed_reason}")  # type: ignore[arg-type]
+    if r.feedback_score < 0:
+        marks.append(f"pushed down ({r.feedback_score:g})")
+    if r.evidence_status.value != "ok":
+        marks.append(r.evidence_status.value.replace("_", " "))
+    return "".join(f" [{m}]" for m in marks)
 
 
 def format_record(r: Record) -> str:
@@ -128,7 +147,9 @@ def _cmd_remember(args: argparse.Namespace, cfg: Settings) -> int:
             domain=args.domain,
             tags=args.tag or (),
             evidence=args.evidence or (),
+            supersedes=args.supersedes or (),
             sensitivity=args.sensitivity,
+            actor=cfg.actor,
         )
     if args.json:
         _print_json(
@@ -154,6 +175,8 @@ def _cmd_recall(args: argparse.Namespace, cfg: Settings) -> int:
             agents=agents,
             k=args.k,
             as_of=args.as_of,
+            valid_at=args.valid_at,
+            include_history=args.include_history,
             touch=not args.no_touch,
             explain=args.explain,
             kinds=args.kind or None,
@@ -174,6 +197,96 @@ def _cmd_show(args: argparse.Namespace, cfg: Settings) -> int:
         _print_json(record.to_dict())
     else:
         print(format_record(record))
+    return 0
+
+
+def _print_record_line(r: Record) -> None:
+    print(f"{r.id}  {_short_time(r.recorded_at)}  [{r.kind.value}]{lifecycle_marker(r)}  {r.text}")
+
+
+def _cmd_supersede(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg) as mem:
+        fields: dict[str, Any] = {}
+        if args.kind:
+            fields["kind"] = args.kind
+        if args.importance is not None:
+            fields["importance"] = args.importance
+        if args.valid_from is not None:
+            fields["valid_from"] = args.valid_from
+        result = mem.supersede(args.ids, args.text, reason=args.reason, actor=cfg.actor, **fields)
+    print(result.id)
+    return 0
+
+
+def _cmd_close(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg) as mem:
+        record = mem.close(args.id, args.reason, valid_until=args.valid_until, actor=cfg.actor)
+    _print_record_line(record)
+    return 0
+
+
+def _cmd_history(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg) as mem:
+        chain = mem.history(args.id)
+    if args.json:
+        _print_json([r.to_dict() for r in chain])
+    else:
+        for r in chain:
+            _print_record_line(r)
+    return 0
+
+
+def _cmd_verify(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg) as mem:
+        record = mem.verify(args.id, actor=cfg.actor, reason=args.reason)
+    print(f"{record.id} verified at {record.last_verified_at}")
+    return 0
+
+
+def _signal(text: str) -> str | float:
+    if text in {"helpful", "harmful"}:
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: use helpful, harmful, or a number in [-1, 1]"
+        ) from None
+
+
+def _cmd_feedback(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg) as mem:
+        record = mem.feedback(args.id, args.signal, args.reason, actor=cfg.actor)
+    print(f"{record.id} feedback score {record.feedback_score:g}")
+    return 0
+
+
+def _cmd_forget(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg) as mem:
+        result = mem.forget(args.id, args.reason, purge=args.purge, actor=cfg.actor)
+    what = "purged" if result.purged else "deleted"
+    print(f"{result.record_id} {what}")
+    if result.flagged:
+        print(f"  flagged evidence_missing: {', '.join(result.flagged)}")
+    if not result.scrubbed:
+        print("  the write-ahead log is still held by another process; it is truncated at the "
+              "next checkpoint")  # fmt: skip
+    return 0
+
+
+def _cmd_audit(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg) as mem:
+        entries = mem.audit(args.id)
+    if args.json:
+        _print_json([e.to_dict() for e in entries])
+        return 0
+    for e in entries:
+        detail = f"  {json.dumps(dict(e.detail))}" if e.detail else ""
+        why = f"  reason: {e.reason}" if e.reason else ""
+        when = _short_time(e.at)
+        print(f"{e.seq:>5}  {when}  {e.action:<9} {e.record_id}  by {e.actor}{why}{detail}")
+    if not entries:
+        print("no lifecycle changes recorded")
     return 0
 
 
@@ -239,6 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--domain")
     p.add_argument("--tag", action="append", help="repeatable")
     p.add_argument("--evidence", action="append", help="cited record id (repeatable)")
+    p.add_argument("--supersedes", action="append", help="id this record replaces (repeatable)")
     p.add_argument("--sensitivity", default="normal", choices=[s.value for s in Sensitivity])
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_cmd_remember)
@@ -248,6 +362,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", action="append", help="whose memories (repeatable; default: all)")
     p.add_argument("-k", type=int, default=10, help="how many (default 10)")
     p.add_argument("--as-of", type=_instant, help="evaluate at this instant (default: now)")
+    p.add_argument("--valid-at", type=_instant, help="world time for validity windows")
+    p.add_argument(
+        "--include-history", action="store_true", help="closed and superseded records too"
+    )
     p.add_argument("--kind", action="append", choices=[k.value for k in Kind])
     p.add_argument("--preset", choices=sorted(PRESETS), help="scoring preset (default: default)")
     p.add_argument("--explain", action="store_true", help="show each score's components")
@@ -259,6 +377,53 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_show)
+
+    lifecycle = argparse.ArgumentParser(add_help=False, parents=[common])
+    lifecycle.add_argument(
+        "--actor", help="who makes the change (default: $CHRONOMEM_ACTOR, $USER)"
+    )
+
+    p = sub.add_parser("supersede", parents=[lifecycle], help="replace records with a new one")
+    p.add_argument("ids", nargs="+", metavar="ID", help="the record(s) replaced")
+    p.add_argument("--text", required=True, help="the replacement")
+    p.add_argument("--reason")
+    p.add_argument("--kind", choices=[k.value for k in Kind], help="default: the old record's")
+    p.add_argument("--importance", type=float)
+    p.add_argument("--valid-from", type=_instant, help="when the replacement applies from")
+    p.set_defaults(func=_cmd_supersede)
+
+    p = sub.add_parser("close", parents=[lifecycle], help="close a record without a successor")
+    p.add_argument("id")
+    p.add_argument("--reason", required=True)
+    p.add_argument("--valid-until", type=_instant, help="when it stopped applying (default now)")
+    p.set_defaults(func=_cmd_close)
+
+    p = sub.add_parser("history", parents=[common], help="the supersession chain of a record")
+    p.add_argument("id")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_history)
+
+    p = sub.add_parser("verify", parents=[lifecycle], help="confirm a record is still true")
+    p.add_argument("id")
+    p.add_argument("--reason")
+    p.set_defaults(func=_cmd_verify)
+
+    p = sub.add_parser("feedback", parents=[lifecycle], help="rate a record helpful or harmful")
+    p.add_argument("id")
+    p.add_argument("signal", type=_signal, help="helpful, harmful, or a number in [-1, 1]")
+    p.add_argument("--reason")
+    p.set_defaults(func=_cmd_feedback)
+
+    p = sub.add_parser("forget", parents=[lifecycle], help="hard-delete (or purge) a record")
+    p.add_argument("id")
+    p.add_argument("--reason", required=True)
+    p.add_argument("--purge", action="store_true", help="scrub the bytes from the files too")
+    p.set_defaults(func=_cmd_forget)
+
+    p = sub.add_parser("audit", parents=[common], help="the log of lifecycle changes")
+    p.add_argument("id", nargs="?", help="only this record's")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_audit)
 
     p = sub.add_parser("export", parents=[common], help="write the space to a JSONL archive")
     p.add_argument("path")
