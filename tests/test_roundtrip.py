@@ -51,6 +51,18 @@ def _populate(mem: Memory, clock: SimClock) -> None:
     for hours in (3, 11, 40):
         clock.advance(hours=hours, microseconds=999)
         mem.recall("q", agent="isabella", k=2, query_embedding=unit(1, hours / 40, 0))
+    # Lifecycle state: a supersession, a closed record, a verification, ratings.
+    fact = mem.remember("the cafe opens at 8", agent="isabella", kind="fact",
+                        valid_until=T0 + timedelta(days=900), embedding=unit(0, 1, 0)).id  # fmt: skip
+    clock.advance(days=2)
+    mem.supersede(fact, "the cafe opens at 7", reason="new hours", embedding=unit(0, 1, 0.2))
+    doomed = mem.remember("the fridge is broken", agent="isabella", kind="fact",
+                          embedding=unit(0, 0, 1)).id  # fmt: skip
+    clock.advance(hours=1)
+    mem.close(doomed, "repaired", actor="maria")
+    mem.verify(base, actor="isabella")
+    mem.feedback(base, "helpful", "useful for planning")
+    mem.feedback(base, -0.25)
     clock.advance(hours=5)
 
 
@@ -66,18 +78,29 @@ def _dump(mem: Memory) -> list[dict[str, object]]:
 
 
 def _ranking(mem: Memory) -> list[tuple[str, float]]:
-    return [(h.record.id, h.score) for h in mem.peek("q", k=10, query_embedding=QUERY)]
+    now = mem.clock.now()
+    return [
+        (h.record.id, h.score)
+        for kwargs in ({}, {"as_of": now - timedelta(days=2, hours=3)}, {"include_history": True})
+        for h in mem.peek("q", k=10, query_embedding=QUERY, **kwargs)  # type: ignore[arg-type]
+    ]
+
+
+def _audit(mem: Memory) -> list[tuple[object, ...]]:
+    return [(e.at, e.action, e.record_id, e.actor, e.reason, dict(e.detail)) for e in mem.audit()]
 
 
 def test_close_and_reopen_keeps_every_field_and_ranking(db_path: Path, clock: SimClock) -> None:
     with Memory.open(db_path, embedder=None, clock=clock, preset="generative-agents") as mem:
         _populate(mem, clock)
-        records, ranking = _dump(mem), _ranking(mem)
+        records, ranking, audit = _dump(mem), _ranking(mem), _audit(mem)
+    assert {"supersede", "close", "verify", "feedback"} <= {a[1] for a in audit}
     accessed = [r for r in records if r["last_accessed_at"] != r["recorded_at"]]
     assert len(accessed) >= 2  # the scenario really has access times after creation
     with Memory.open(db_path, embedder=None, clock=clock, preset="generative-agents") as mem:
         assert _dump(mem) == records
         assert _ranking(mem) == ranking
+        assert _audit(mem) == audit
 
 
 def test_export_import_keeps_ids_every_field_and_ranking(tmp_path: Path, clock: SimClock) -> None:
@@ -86,7 +109,7 @@ def test_export_import_keeps_ids_every_field_and_ranking(tmp_path: Path, clock: 
         tmp_path / "a.db", embedder=None, clock=clock, preset="generative-agents"
     ) as a:
         _populate(a, clock)
-        records, ranking = _dump(a), _ranking(a)
+        records, ranking, audit = _dump(a), _ranking(a), _audit(a)
         assert a.export(archive) == len(records)
         first_bytes = archive.read_bytes()
         a.export(archive)
@@ -95,9 +118,12 @@ def test_export_import_keeps_ids_every_field_and_ranking(tmp_path: Path, clock: 
         tmp_path / "b.db", embedder=None, clock=clock, preset="generative-agents"
     ) as b:
         report = b.import_(archive)
-        assert report.records == len(records)
+        assert (report.records, report.audit_entries) == (len(records), len(audit))
         assert _dump(b) == records
         assert _ranking(b) == ranking
+        assert _audit(b) == audit
+        b.export(tmp_path / "again.jsonl")
+        assert (tmp_path / "again.jsonl").read_bytes() == first_bytes
         with pytest.raises(ConflictError):
             b.import_(archive)  # ids already present: nothing imported twice
         assert len(_dump(b)) == len(records)

@@ -17,13 +17,7 @@ from typing import Any, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
-from chronomem.archive import (
-    ArchiveHeader,
-    ImportReport,
-    read_archive,
-    record_from_json,
-    write_archive,
-)
+from chronomem.archive import ImportReport, export_space, import_space
 from chronomem.clock import Clock, SystemClock, require_aware, to_micros
 from chronomem.config import ScoringConfig, WriteGate, resolve_preset
 from chronomem.embedders.base import Embedder, as_vector
@@ -565,9 +559,7 @@ class Memory:
             now = self._clock.now()
             with self._store.write():
                 self.get(record_id)
-                total = self._store.add_feedback(
-                    self._space, record_id, value, at_us=to_micros(now), reason=reason, actor=actor
-                )
+                total = self._store.add_feedback(self._space, record_id, value)
                 detail = {"signal": value, "score": total}
                 self._audit(now, "feedback", record_id, actor, reason, detail)
             return self.get(record_id)
@@ -855,15 +847,12 @@ class Memory:
 
     # -- export / import ------------------------------------------------------------------
     def export(self, path: str | os.PathLike[str]) -> int:
-        """Write this space to a JSONL archive (ids, every field, raw vectors); return the number
-        of records. The file is replaced atomically; the same content gives the same bytes."""
+        """Write this space to a JSONL archive — every record with every field and its raw
+        vector, then the audit log — and return the number of records. The file is replaced
+        atomically; the same content gives the same bytes. See docs/storage.md."""
         with self._lock:
             self._require_open()
-            header = ArchiveHeader(
-                space=self._space, embedding_model=self._meta.model, embedding_dim=self._meta.dim
-            )
-            with self._store.snapshot():
-                return write_archive(path, header, self._store.iter_records(self._space))
+            return export_space(self._store, self._space, self._meta, path)
 
     def import_(self, path: str | os.PathLike[str]) -> ImportReport:
         """Load a JSONL archive into this space, ids preserved, in one transaction.
@@ -879,97 +868,12 @@ class Memory:
         """
         with self._lock:
             self._require_open()
-            header, lines = read_archive(path)
-            meta = self._archive_meta(header)
-            problems: list[str] = []
-            items: list[StoredRecord] = []
-            line_of: dict[str, int] = {}
-            for number, obj in lines:
-                if obj.get("type") != "record":
-                    problems.append(f"line {number}: unknown line type {obj.get('type')!r}")
-                    continue
-                try:
-                    item = record_from_json(obj, space=self._space, dim=meta.dim)
-                except (ValueError, InvalidInputError) as exc:
-                    problems.append(f"line {number} (id {obj.get('id')!r}): {exc}")
-                    continue
-                if item.record.id in line_of:
-                    problems.append(
-                        f"line {number}: id {item.record.id} repeats line {line_of[item.record.id]}"
-                    )
-                    continue
-                line_of[item.record.id] = number
-                items.append(item)
-            problems.extend(self._dangling(items, line_of))
-            if problems:
-                shown = "\n  ".join(problems[:20])
-                more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
-                raise InvalidInputError(
-                    f"{path}: {len(problems)} problem(s), nothing imported:\n  {shown}{more}"
-                )
-            clash = self._store.existing_ids([i.record.id for i in items])
-            if clash:
-                first = sorted(clash)[0]
-                raise ConflictError(
-                    f"{path}: {len(clash)} id(s) already exist in the store (e.g. {first}); "
-                    f"nothing imported",
-                    record_id=first,
-                )
-            if meta.dim is not None and self._meta.dim is None:
-                self._store.set_embedding_meta(meta)
+            report, meta = import_space(self._store, self._space, self._meta, self._embedder, path)
+            if meta != self._meta:
                 self._meta = meta
-                self._index.set_dim(meta.dim)
-            self._store.insert_records(self._space, items)
-            return ImportReport(path=str(path), records=len(items))
-
-    def _archive_meta(self, header: Mapping[str, Any]) -> EmbeddingMeta:
-        model, dim = header.get("embedding_model"), header.get("embedding_dim")
-        ours = self._meta
-        if dim is None:
-            return ours
-        if ours.dim is None:
-            if self._embedder is not None and model != self._embedder.model_id:
-                raise EmbedderMismatchError(
-                    f"the archive's vectors come from {model!r}, this store uses "
-                    f"{self._embedder.model_id!r}",
-                    expected_model=self._embedder.model_id,
-                    expected_dim=self._embedder.dim,
-                    got_model=model,
-                    got_dim=dim,
-                )
-            return EmbeddingMeta(model=model, dim=int(dim))
-        if ours.dim != dim or (ours.model is not None and model != ours.model):
-            raise EmbedderMismatchError(
-                f"the archive's vectors ({model!r}, dimension {dim}) do not match this store's "
-                f"({ours.model!r}, dimension {ours.dim})",
-                expected_model=ours.model,
-                expected_dim=ours.dim,
-                got_model=model,
-                got_dim=dim,
-            )
-        return ours
-
-    def _dangling(self, items: list[StoredRecord], line_of: Mapping[str, int]) -> list[str]:
-        refs: dict[str, list[tuple[str, str]]] = {}
-        for item in items:
-            r = item.record
-            for name, targets in (
-                ("evidence", r.evidence),
-                ("supersedes", r.supersedes),
-                ("superseded_by", (r.superseded_by,) if r.superseded_by else ()),
-            ):
-                for target in targets:
-                    if target not in line_of:
-                        refs.setdefault(target, []).append((r.id, name))
-        if not refs:
-            return []
-        in_store = {r.id for r in self._store.get_records(self._space, sorted(refs))}
-        return [
-            f"line {line_of[source]} (id {source}): {name} {target!r} does not exist"
-            for target, sources in sorted(refs.items())
-            if target not in in_store
-            for source, name in sources
-        ]
+                if meta.dim is not None:
+                    self._index.set_dim(meta.dim)
+            return report
 
     def stats(self) -> dict[str, Any]:
         """Counts per agent and kind, store location, schema version, embedder, size on disk."""

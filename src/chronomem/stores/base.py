@@ -173,17 +173,9 @@ class MemoryStore(Protocol):
 
     def set_verified(self, space: str, record_id: str, at_us: int) -> None: ...
 
-    def add_feedback(
-        self,
-        space: str,
-        record_id: str,
-        signal: float,
-        *,
-        at_us: int,
-        reason: str | None,
-        actor: str | None,
-    ) -> float:
-        """Append a rating to the feedback log and return the record's new summed score."""
+    def add_feedback(self, space: str, record_id: str, signal: float) -> float:
+        """Add a rating to the record's summed score and return the new score (the rating itself
+        is logged by the caller in the audit log)."""
         ...
 
     def dependants(self, space: str, record_id: str) -> list[tuple[str, str]]:

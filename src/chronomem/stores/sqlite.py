@@ -545,23 +545,9 @@ class SQLiteStore:
                 (at_us, at_us, seq, record_id, space),
             )
 
-    def add_feedback(
-        self,
-        space: str,
-        record_id: str,
-        signal: float,
-        *,
-        at_us: int,
-        reason: str | None,
-        actor: str | None,
-    ) -> float:
+    def add_feedback(self, space: str, record_id: str, signal: float) -> float:
         with self._write() as conn:
             seq = self._bump(conn, space)
-            conn.execute(
-                "INSERT INTO feedback_log (space, record_id, at, signal, reason, actor)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (space, record_id, at_us, signal, reason, actor),
-            )
             row = conn.execute(
                 "UPDATE records SET feedback_score = feedback_score + ?, change_seq = ?"
                 " WHERE id = ? AND +space = ? RETURNING feedback_score",
@@ -598,10 +584,6 @@ class SQLiteStore:
                 conn.execute(
                     f"DELETE FROM records WHERE id IN ({marks}) AND +space = ?", (*chunk, space)
                 )
-                if purge:
-                    conn.execute(
-                        f"DELETE FROM feedback_log WHERE record_id IN ({marks})", tuple(chunk)
-                    )
             if purge:
                 # FTS5 records deletions as new segments; 'optimize' merges every segment into
                 # one, dropping the deleted postings, and the old segment pages are freed (and

@@ -107,19 +107,9 @@ _LIFECYCLE = (
         detail    TEXT NOT NULL DEFAULT '{}'
     )""",
     "CREATE INDEX audit_by_record ON audit_log(record_id)",
-    """CREATE TABLE feedback_log (
-        seq       INTEGER PRIMARY KEY AUTOINCREMENT,
-        space     TEXT NOT NULL,
-        record_id TEXT NOT NULL,
-        at        INTEGER NOT NULL,
-        signal    REAL NOT NULL,
-        reason    TEXT,
-        actor     TEXT
-    )""",
-    "CREATE INDEX feedback_by_record ON feedback_log(record_id)",
 )
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "records, agents, spaces, full-text index", _INITIAL),
-    Migration(2, "lifecycle: pre-close validity, audit log, feedback log", _LIFECYCLE),
+    Migration(2, "lifecycle: pre-close validity, audit log", _LIFECYCLE),
 )
