@@ -16,6 +16,14 @@ from chronomem import Memory, SimClock
 T0 = datetime(2024, 1, 1, 9, 0, tzinfo=UTC)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        help="rewrite golden files instead of comparing (review the diff like code)",
+    )
+
+
 class FixedEmbedder:
     """A deterministic embedder for unit tests of pure logic: known texts map to given vectors,
     anything else to a hash-seeded random unit vector. Not a stand-in for the real model."""

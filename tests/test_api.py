@@ -16,14 +16,15 @@ def test_all_is_sorted_and_every_name_resolves() -> None:
 
 def test_public_api_is_pinned() -> None:
     assert set(chronomem.__all__) == {
-        "AuditEntry", "Breakdown", "ChronomemError", "CitationError", "Clock", "ConfigError",
-        "ConflictError", "DEFAULT_IMPORTANCE", "DependentsExistError", "Embedder", "EmbedderError",
-        "EmbedderMismatchError", "EvidenceStatus", "ForgetResult", "Hit", "ImportReport",
-        "InvalidInputError", "Kind", "LLMError", "LifecycleConfig", "Memory", "MemoryStore",
-        "Normalisation", "NotFoundError", "PRESETS", "RecencyMode", "Record", "RelevanceMode",
-        "SQLiteStore", "ScoringConfig", "Sensitivity", "SentenceTransformerEmbedder", "SimClock",
-        "Status", "StoreError", "SystemClock", "Ticks", "Weights", "WriteGate", "WriteResult",
-        "require_aware", "resolve_preset",
+        "Ancestor", "AuditEntry", "Breakdown", "CausalConfig", "CausalPart", "ChronomemError",
+        "CitationError", "Clock", "ConfigError", "ConflictError", "DEFAULT_IMPORTANCE",
+        "DependentsExistError", "DepthWeighting", "Embedder", "EmbedderError",
+        "EmbedderMismatchError", "Event", "EventKind", "EvidenceStatus", "ForgetResult", "Fusion",
+        "Hit", "ImportReport", "InvalidInputError", "Kind", "LLMError", "LifecycleConfig", "Link",
+        "Memory", "MemoryStore", "Normalisation", "NotFoundError", "PRESETS", "Provenance",
+        "RecencyMode", "Record", "RelevanceMode", "SQLiteStore", "ScoringConfig", "Sensitivity",
+        "SentenceTransformerEmbedder", "SimClock", "Status", "StoreError", "SystemClock", "Ticks",
+        "Weights", "WriteGate", "WriteResult", "require_aware", "resolve_preset",
     }  # fmt: skip
 
 

@@ -52,8 +52,10 @@ def _populate(mem: Memory, clock: SimClock) -> None:
         clock.advance(hours=hours, microseconds=999)
         mem.recall("q", agent="isabella", k=2, query_embedding=unit(1, hours / 40, 0))
     # Lifecycle state: a supersession, a closed record, a verification, ratings.
-    fact = mem.remember("the cafe opens at 8", agent="isabella", kind="fact",
-                        valid_until=T0 + timedelta(days=900), embedding=unit(0, 1, 0)).id  # fmt: skip
+    fact = mem.remember(
+        "the cafe opens at 8", agent="isabella", kind="fact",
+        valid_until=T0 + timedelta(days=900), embedding=unit(0, 1, 0),
+    ).id  # fmt: skip
     clock.advance(days=2)
     mem.supersede(fact, "the cafe opens at 7", reason="new hours", embedding=unit(0, 1, 0.2))
     doomed = mem.remember("the fridge is broken", agent="isabella", kind="fact",

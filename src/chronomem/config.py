@@ -18,6 +18,9 @@ from chronomem.model.record import Kind, Weights
 
 __all__ = [
     "NO_LIFECYCLE",
+    "CausalConfig",
+    "DepthWeighting",
+    "Fusion",
     "PRESETS",
     "LifecycleConfig",
     "Normalisation",
@@ -48,12 +51,79 @@ class RecencyMode(StrEnum):
 
 class Normalisation(StrEnum):
     """``minmax``: each component rescaled to [0, 1] over the candidate set (zero range gives 0.5).
-    ``fixed``: cosine clamped to [0, 1], importance / 10, recency as is, BM25 divided by the best
-    BM25 among the candidates — the dense, importance and recency parts are comparable across
-    calls."""
+    ``fixed``: cosine clamped to [0, 1], importance / 10, recency as is, BM25 saturated as
+    ``bm25 / (bm25 + 2)`` — every part is absolute, so scores are comparable across calls."""
 
     MINMAX = "minmax"
     FIXED = "fixed"
+
+
+class DepthWeighting(StrEnum):
+    """How an ancestor's depth scales its boost: ``flat`` 1, ``proximate`` 1/d (near causes
+    count more), ``root`` d/max_depth (distant causes count more)."""
+
+    FLAT = "flat"
+    PROXIMATE = "proximate"
+    ROOT = "root"
+
+
+class Fusion(StrEnum):
+    """How the causal boost joins the episodic score: ``additive`` (``episodic / Σw + λ·boost``)
+    or ``multiplicative`` (``episodic · (1 + λ·boost)``, CivilizationOS's published form, which
+    cannot lift a record with a near-zero episodic score)."""
+
+    ADDITIVE = "additive"
+    MULTIPLICATIVE = "multiplicative"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CausalConfig:
+    """The causal boost of crisis reads (DESIGN §4, TCMF).
+
+    Attributes:
+        fusion: additive (default) or multiplicative.
+        weight: λ, the boost's weight in the fusion.
+        max_depth: how many links upstream of the crisis count.
+        depth_weighting: flat, proximate or root.
+        association_thresholds: per embedder model id, the cosine at or above which a record is
+            associated with an event it did not witness; ``default_association_threshold`` for
+            other models. A record that names the event (``event_id``) always has association 1.
+        fallback_factor: scope-fallback events count at this fraction of the weakest true
+            ancestor (< 1, so strictly below every true ancestor at equal association).
+        fallback_window: how far before the crisis a scope event still counts (``None``: no
+            scope fallback).
+    """
+
+    fusion: Fusion = Fusion.ADDITIVE
+    weight: float = 1.0
+    max_depth: int = 4
+    depth_weighting: DepthWeighting = DepthWeighting.FLAT
+    association_thresholds: Mapping[str, float] = field(
+        default_factory=lambda: MappingProxyType({"sentence-transformers/all-MiniLM-L6-v2": 0.5})
+    )
+    default_association_threshold: float = 0.6
+    fallback_factor: float = 0.25
+    fallback_window: timedelta | None = timedelta(days=30)
+
+    def __post_init__(self) -> None:
+        for attr, enum in (("fusion", Fusion), ("depth_weighting", DepthWeighting)):
+            value = getattr(self, attr)
+            try:
+                object.__setattr__(self, attr, enum(value))
+            except ValueError:
+                choices = ", ".join(e.value for e in enum)
+                raise ConfigError(f"{attr} must be one of {choices}; got {value!r}") from None
+        if not math.isfinite(self.weight) or self.weight < 0:
+            raise ConfigError(f"causal weight must be finite and >= 0; got {self.weight}")
+        if isinstance(self.max_depth, bool) or not 1 <= self.max_depth <= 32:
+            raise ConfigError(f"max_depth must be in 1..32; got {self.max_depth}")
+        if not 0.0 <= self.fallback_factor < 1.0:
+            raise ConfigError("fallback_factor must be in [0, 1)")
+
+    def association_threshold(self, model_id: str | None) -> float:
+        if model_id is None:
+            return self.default_association_threshold
+        return self.association_thresholds.get(model_id, self.default_association_threshold)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,6 +209,7 @@ class ScoringConfig:
         sequential_touch: the default for ``recall_many``: touch after each query (the code's
             behaviour) instead of scoring every query on one snapshot.
         lifecycle: staleness decay and feedback push-down (DESIGN §2 step 5).
+        causal: the causal boost applied when a read names a crisis (DESIGN §4).
     """
 
     name: str = "custom"
@@ -153,6 +224,7 @@ class ScoringConfig:
     exclude_kinds: frozenset[Kind] = frozenset()
     sequential_touch: bool = False
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
+    causal: CausalConfig = field(default_factory=CausalConfig)
 
     def __post_init__(self) -> None:
         # Accept plain strings for the enums, so configs read from JSON or flags validate here.
@@ -220,6 +292,17 @@ PRESETS: Mapping[str, ScoringConfig] = MappingProxyType(
             exclude_kinds=frozenset({Kind.CHAT}),
             sequential_touch=True,
             lifecycle=NO_LIFECYCLE,
+        ),
+        # CivilizationOS (TCMF): recency decays 0.02 per simulation tick (here: per hour), fixed
+        # normalisation, causal fusion on crisis reads (additive, as its code settled on).
+        "tcmf": ScoringConfig(
+            name="tcmf",
+            relevance=RelevanceMode.DENSE,
+            recency=RecencyMode.ELAPSED,
+            recency_decay=0.98,
+            recency_unit=timedelta(hours=1),
+            normalisation=Normalisation.FIXED,
+            weights=Weights(relevance=1.0, recency=0.5, importance=0.5),
         ),
     }
 )

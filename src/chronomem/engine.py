@@ -6,11 +6,12 @@ passes instants down; scoring never reads a clock.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -20,6 +21,14 @@ import numpy.typing as npt
 from chronomem.archive import ImportReport, export_space, import_space
 from chronomem.clock import Clock, SystemClock, require_aware, to_micros
 from chronomem.config import ScoringConfig, WriteGate, resolve_preset
+from chronomem.context.block import (
+    ChainLink,
+    ContextBlock,
+    TokenCounter,
+    approximate_tokens,
+    build_block,
+    chain_links,
+)
 from chronomem.embedders.base import Embedder, as_vector
 from chronomem.errors import (
     ConfigError,
@@ -30,13 +39,16 @@ from chronomem.errors import (
     NotFoundError,
     StoreError,
 )
+from chronomem.graph.ancestry import Reach, traverse
+from chronomem.graph.crisis import causal_events
 from chronomem.lifecycle.rules import plan_closures, signal_value
 from chronomem.model.audit import AuditEntry, ForgetResult
+from chronomem.model.event import Ancestor, Event, EventKind, Link, Provenance
 from chronomem.model.ids import IdFactory
 from chronomem.model.record import EvidenceStatus, Hit, Kind, Record, Sensitivity, WriteResult
 from chronomem.retrieval.gate import find_duplicate, same_batch_duplicate
 from chronomem.retrieval.index import SpaceIndex
-from chronomem.retrieval.recall import Query, search
+from chronomem.retrieval.recall import Crisis, Query, search
 from chronomem.stores.base import EmbeddingMeta, MemoryStore, StoredRecord
 from chronomem.stores.sqlite import SQLiteStore
 from chronomem.writes import (
@@ -44,6 +56,7 @@ from chronomem.writes import (
     REMEMBER_FIELDS,
     Draft,
     build_drafts,
+    metadata_dict,
     require_text,
     string_tuple,
     to_enum,
@@ -326,6 +339,14 @@ class Memory:
             drafts = build_drafts(
                 batch, now=now, space=self._space, dim=self._meta.dim, ids=self._ids, depths=depths
             )
+            witnessed = sorted({d.record.event_id for d in drafts if d.record.event_id})
+            known = {e.id for e in self._store.get_events(self._space, witnessed)}
+            for event_id in witnessed:
+                if event_id not in known:
+                    raise NotFoundError(
+                        f"event {event_id!r} does not exist in space {self._space!r}",
+                        record_id=event_id,
+                    )
             drafts = self._embed_missing(drafts, progress=progress)
             with self._store.write():
                 return self._store_drafts(drafts, now=now, actor=actor, reason=reason)
@@ -341,13 +362,17 @@ class Memory:
                 record = replace(drafts[i].record, has_embedding=True)
                 drafts[i] = Draft(record, np.asarray(vector, np.float32), drafts[i].supersedes)
         given = [d.embedding for d in drafts if d.embedding is not None]
-        if given and self._meta.dim is None:
-            dim = int(given[0].shape[0])
+        if given:
+            self._fix_dim(int(given[0].shape[0]))
+        return drafts
+
+    def _fix_dim(self, dim: int) -> None:
+        """The first caller-supplied vector fixes the store's dimension."""
+        if self._meta.dim is None:
             meta = EmbeddingMeta(model=None, dim=dim)
             self._store.set_embedding_meta(meta)
             self._meta = meta
             self._index.set_dim(dim)
-        return drafts
 
     def _store_drafts(
         self, drafts: list[Draft], *, now: datetime, actor: str | None, reason: str | None
@@ -681,6 +706,7 @@ class Memory:
         include_history: bool,
         valid_at: datetime | None,
         config: ScoringConfig,
+        crisis: Crisis | None,
     ) -> Query:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInputError(f"k must be a positive integer; got {k!r}", field="k")
@@ -703,6 +729,7 @@ class Memory:
             include_history=bool(include_history),
             valid_at=_optional_instant(valid_at, "valid_at"),
             explain=explain,
+            crisis=crisis,
         )
 
     def recall(
@@ -720,6 +747,7 @@ class Memory:
         include_history: bool = False,
         valid_at: datetime | None = None,
         preset: str | ScoringConfig | None = None,
+        crisis: str | None = None,
     ) -> list[Hit]:
         """The top ``k`` records for ``query`` at ``as_of`` (default: now), best first.
 
@@ -735,6 +763,10 @@ class Memory:
             include_history: closed and superseded records are candidates too.
             valid_at: the world-time instant for validity windows (default ``as_of``).
             preset: override the default preset for this call.
+            crisis: an event id: records associated with the crisis's causal ancestors are
+                lifted even when their text does not resemble the query (DESIGN §4; the fusion
+                is the preset's ``causal`` config). With an empty ``query`` the crisis's own text
+                is the query.
 
         Hits show records as they were scored, before this call's touch. An empty candidate
         set returns ``[]``.
@@ -752,6 +784,7 @@ class Memory:
             include_history=include_history,
             valid_at=valid_at,
             preset=preset,
+            crisis=crisis,
         )[0]
 
     def peek(self, query: str, **kwargs: Any) -> list[Hit]:
@@ -775,6 +808,7 @@ class Memory:
         valid_at: datetime | None = None,
         preset: str | ScoringConfig | None = None,
         sequential: bool | None = None,
+        crisis: str | None = None,
     ) -> list[list[Hit]]:
         """Answer a batch of queries (one list of hits per query, in order).
 
@@ -791,14 +825,20 @@ class Memory:
             raise InvalidInputError("query_embeddings must have one vector per query")
         for i, text in enumerate(texts):
             if not isinstance(text, str) or (
-                not text.strip() and (query_embeddings is None or query_embeddings[i] is None)
+                not text.strip()
+                and crisis is None
+                and (query_embeddings is None or query_embeddings[i] is None)
             ):
                 raise InvalidInputError(
-                    "query must be a non-empty string (or come with query_embedding)", field="query"
+                    "query must be a non-empty string (or come with query_embedding or crisis)",
+                    field="query",
                 )
         with self._lock:
             self._require_open()
-            at = self._clock.now() if as_of is None else as_of
+            at = require_aware(self._clock.now() if as_of is None else as_of, "as_of")
+            situation = None if crisis is None else self._crisis(crisis, at, config)
+            if situation is not None:
+                texts = [t if t.strip() else situation.event.text for t in texts]
             vectors = self._query_vectors(texts, query_embeddings, config)
             built = [
                 self._build_query(
@@ -813,6 +853,7 @@ class Memory:
                     include_history=include_history,
                     valid_at=valid_at,
                     config=config,
+                    crisis=situation,
                 )
                 for text, vector in zip(texts, vectors, strict=True)
             ]
@@ -844,6 +885,332 @@ class Memory:
             return [None] * len(texts)
         vectors = self._embedder.embed(texts)
         return [self._query_vector(t, v, config) for t, v in zip(texts, vectors, strict=True)]
+
+    # -- causal graph (DESIGN §4) ------------------------------------------------------------
+    def add_event(
+        self,
+        text: str,
+        *,
+        occurred_at: datetime | None = None,
+        kind: EventKind | str = EventKind.HAPPENING,
+        scope: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        embedding: Sequence[float] | npt.NDArray[np.floating[Any]] | None = None,
+    ) -> Event:
+        """Add a node to the space-wide causal graph (a crisis, decision, outcome, happening).
+
+        ``scope`` groups events (an institution, a district) for the scope fallback of crisis
+        reads. The event is embedded like a record (or takes ``embedding``), so records can be
+        associated with it by similarity.
+        """
+        text = require_text(text, "text")
+        kind = to_enum(EventKind, kind, "kind")
+        if scope is not None:
+            scope = require_text(scope, "scope")
+        with self._lock:
+            self._require_open()
+            now = require_aware(self._clock.now(), "clock.now()")
+            vector = None if embedding is None else as_vector(embedding, dim=self._meta.dim)
+            if vector is None and self._embedder is not None:
+                vector = self._embedder.embed([text])[0]
+            if vector is not None:
+                self._fix_dim(int(vector.shape[0]))
+            event = Event(
+                id=self._ids.new_id(now),
+                space=self._space,
+                text=text,
+                kind=kind,
+                scope=scope,
+                occurred_at=_optional_instant(occurred_at, "occurred_at") or now,
+                recorded_at=now,
+                metadata=metadata_dict(metadata),
+                has_embedding=vector is not None,
+            )
+            self._store.insert_event(self._space, event, vector)
+            return event
+
+    def get_event(self, event_id: str) -> Event:
+        """The event with this id. Raises :class:`NotFoundError`."""
+        with self._lock:
+            self._require_open()
+            found = self._store.get_events(self._space, [require_text(event_id, "event_id")])
+        if not found:
+            raise NotFoundError(
+                f"no event {event_id!r} in space {self._space!r}", record_id=event_id
+            )
+        return found[0]
+
+    def link(
+        self,
+        cause: str,
+        effect: str,
+        weight: float = 1.0,
+        provenance: Provenance | str = Provenance.EXPLICIT,
+        *,
+        similarity: float | None = None,
+    ) -> Link:
+        """Add the causal link ``cause -> effect`` with a weight in (0, 1] (how strong the
+        evidence is that the cause led to the effect). An explicit link replaces an inferred one
+        of the same pair; an inferred link never replaces an explicit one (the explicit link is
+        returned unchanged).
+
+        Raises:
+            NotFoundError: either event does not exist. InvalidInputError: a self-link, or a
+            weight outside (0, 1].
+        """
+        provenance = Provenance(to_enum(Provenance, provenance, "provenance"))
+        if (
+            isinstance(weight, bool)
+            or not isinstance(weight, int | float)
+            or not (math.isfinite(weight) and 0.0 < weight <= 1.0)
+        ):
+            raise InvalidInputError(f"weight must be in (0, 1]; got {weight!r}", field="weight")
+        if cause == effect:
+            raise InvalidInputError(f"an event cannot cause itself ({cause})", field="effect")
+        with self._lock:
+            self._require_open()
+            now = self._clock.now()
+            with self._store.write():
+                for event_id in (cause, effect):
+                    self.get_event(event_id)
+                existing = self._store.get_link(self._space, cause, effect)
+                if (
+                    existing is not None
+                    and existing.provenance is Provenance.EXPLICIT
+                    and provenance is Provenance.INFERRED
+                ):
+                    return existing
+                new = Link(
+                    cause=cause,
+                    effect=effect,
+                    weight=float(weight),
+                    provenance=provenance,
+                    created_at=now,
+                    similarity=similarity,
+                )
+                self._store.put_link(self._space, new)
+            return new
+
+    def unlink(self, cause: str, effect: str) -> bool:
+        """Remove the link ``cause -> effect``; returns whether there was one."""
+        with self._lock:
+            self._require_open()
+            return self._store.delete_link(self._space, cause, effect)
+
+    def links(self) -> list[Link]:
+        """Every link of the space."""
+        with self._lock:
+            self._require_open()
+            return self._store.links(self._space)
+
+    def _graph_at(
+        self, event_id: str, as_of: datetime, max_depth: int, *, upstream: bool = True
+    ) -> tuple[list[Link], dict[str, Reach], dict[str, Event]]:
+        """The links known at ``as_of``, what they reach from ``event_id`` within ``max_depth``,
+        and those events (recorded by ``as_of``)."""
+        links = self._store.links(self._space, as_of_us=to_micros(as_of))
+        reach = traverse(
+            [(x.cause, x.effect, x.weight) for x in links], event_id, max_depth, upstream=upstream
+        )
+        events = {
+            e.id: e
+            for e in self._store.get_events(self._space, sorted(reach))
+            if e.recorded_at <= as_of
+        }
+        return links, reach, events
+
+    def _reach(
+        self, event_id: str, max_depth: int, as_of: datetime | None, *, upstream: bool
+    ) -> list[Ancestor]:
+        if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
+            raise InvalidInputError(f"max_depth must be a positive integer; got {max_depth!r}")
+        with self._lock:
+            self._require_open()
+            self.get_event(event_id)
+            at = self._clock.now() if as_of is None else require_aware(as_of, "as_of")
+            _, reach, events = self._graph_at(event_id, at, max_depth, upstream=upstream)
+        found = [
+            Ancestor(
+                event=events[i],
+                depth=r.depth,
+                strength=r.strength,
+                path=r.path() if upstream else tuple(reversed(r.path())),
+            )
+            for i, r in reach.items()
+            if i in events
+        ]
+        return sorted(found, key=lambda a: (a.depth, -a.strength, a.event.occurred_at, a.event.id))
+
+    def ancestors(
+        self, event_id: str, max_depth: int = 4, *, as_of: datetime | None = None
+    ) -> list[Ancestor]:
+        """Every event upstream of ``event_id`` within ``max_depth`` links, nearest first, each
+        with its depth (fewest links), path strength (best product of weights within the bound)
+        and that path (ancestor first). Cycles terminate; an event is never its own ancestor."""
+        return self._reach(event_id, max_depth, as_of, upstream=True)
+
+    def descendants(
+        self, event_id: str, max_depth: int = 4, *, as_of: datetime | None = None
+    ) -> list[Ancestor]:
+        """Every event downstream of ``event_id`` within ``max_depth`` links (paths start at
+        ``event_id``)."""
+        return self._reach(event_id, max_depth, as_of, upstream=False)
+
+    def auto_link(
+        self,
+        event_id: str,
+        *,
+        window: timedelta = timedelta(days=30),
+        threshold: float | None = None,
+        weight_scale: float = 0.5,
+    ) -> list[Link]:
+        """Propose ``inferred`` links into ``event_id`` from events that occurred in the
+        ``window`` before it and whose cosine similarity to it is at or above ``threshold``
+        (default: the preset's per-embedder association threshold). The weight,
+        ``weight_scale × similarity`` (at most 0.5 by default), says how weak this evidence is
+        next to an explicit link. Never a self-link; existing explicit links are left alone.
+        Returns the links written.
+
+        Raises:
+            ConfigError: the events have no vectors (open the store with an embedder).
+        """
+        if window <= timedelta():
+            raise InvalidInputError("window must be positive", field="window")
+        if not 0.0 < weight_scale <= 1.0:
+            raise InvalidInputError("weight_scale must be in (0, 1]", field="weight_scale")
+        limit = (
+            self._preset.causal.association_threshold(self._meta.model)
+            if threshold is None
+            else threshold
+        )
+        with self._lock:
+            effect = self.get_event(event_id)
+            earlier = [
+                e
+                for e in self._store.events_between(
+                    self._space,
+                    after_us=to_micros(effect.occurred_at - window),
+                    before_us=to_micros(effect.occurred_at),
+                )
+                if e.id != effect.id
+            ]
+            vectors = self._store.event_embeddings(
+                self._space, [effect.id, *(e.id for e in earlier)]
+            )
+            if effect.id not in vectors:
+                raise ConfigError(
+                    f"auto_link needs event vectors; event {effect.id} has none (open the store "
+                    f"with an embedder, or pass embedding= to add_event)"
+                )
+            target = vectors[effect.id] / np.linalg.norm(vectors[effect.id])
+            made = []
+            for cause in earlier:
+                vector = vectors.get(cause.id)
+                if vector is None:
+                    continue
+                similarity = float(np.dot(vector / np.linalg.norm(vector), target))
+                if similarity < limit:
+                    continue
+                link = self.link(
+                    cause.id,
+                    effect.id,
+                    weight=weight_scale * max(similarity, 0.0),
+                    provenance=Provenance.INFERRED,
+                    similarity=similarity,
+                )
+                if link.provenance is Provenance.INFERRED:
+                    made.append(link)
+            return made
+
+    def _crisis(self, crisis: str, as_of: datetime, config: ScoringConfig) -> Crisis:
+        event = self.get_event(crisis)
+        causal = config.causal
+        _, reach, events = self._graph_at(event.id, as_of, causal.max_depth)
+        scope_events: list[Event] = []
+        if event.scope is not None and causal.fallback_window is not None:
+            scope_events = [
+                e
+                for e in self._store.events_between(
+                    self._space,
+                    after_us=to_micros(event.occurred_at - causal.fallback_window),
+                    before_us=to_micros(event.occurred_at),
+                    scope=event.scope,
+                )
+                if e.recorded_at <= as_of
+            ]
+        wanted = [*events, *(e.id for e in scope_events)]
+        causal_list = causal_events(
+            crisis=event,
+            reach=reach,
+            events=events,
+            vectors=self._store.event_embeddings(self._space, wanted),
+            scope_events=scope_events,
+            config=causal,
+        )
+        return Crisis(
+            event=event,
+            events=tuple(causal_list),
+            threshold=causal.association_threshold(self._meta.model),
+        )
+
+    def context(
+        self,
+        query: str | None = None,
+        *,
+        agent: str | None = None,
+        agents: Sequence[str] | None = None,
+        crisis: str | None = None,
+        k: int = 12,
+        budget_tokens: int | None = None,
+        as_of: datetime | None = None,
+        touch: bool = True,
+        preset: str | ScoringConfig | None = None,
+        count_tokens: TokenCounter = approximate_tokens,
+    ) -> ContextBlock:
+        """A prompt-ready block: the question, the ranked evidence (holders, date, importance,
+        id, lifecycle markers) and, with a ``crisis``, the causal chain from root to crisis with
+        link weights — as ``.text`` and as data.
+
+        ``budget_tokens`` caps the text (counted by ``count_tokens``, default
+        :func:`~chronomem.context.block.approximate_tokens`): the lowest-ranked evidence and the
+        causes farthest from the crisis are dropped first, the proximate causes last. With an
+        empty ``query`` the crisis's text is the question. ``touch`` as in :meth:`recall`.
+        """
+        if budget_tokens is not None and (
+            isinstance(budget_tokens, bool)
+            or not isinstance(budget_tokens, int)
+            or budget_tokens < 1
+        ):
+            raise InvalidInputError(
+                "budget_tokens must be a positive integer", field="budget_tokens"
+            )
+        if not (query and query.strip()) and crisis is None:
+            raise InvalidInputError("context needs a query or a crisis", field="query")
+        config = self._preset if preset is None else resolve_preset(preset)
+        with self._lock:
+            self._require_open()
+            at = require_aware(self._clock.now() if as_of is None else as_of, "as_of")
+            hits = self.recall(
+                query or "", agent=agent, agents=agents, k=k, as_of=at, touch=touch,
+                preset=config, crisis=crisis,
+            )  # fmt: skip
+            event = None
+            chain: list[ChainLink] = []
+            if crisis is not None:
+                event = self.get_event(crisis)
+                links, reach, events = self._graph_at(event.id, at, config.causal.max_depth)
+                depth_of = {i: r.depth for i, r in reach.items() if i in events}
+                chain = chain_links(event, links, depth_of, events)
+        question = query if query and query.strip() else (event.text if event else "")
+        return build_block(
+            question=question,
+            as_of=at,
+            hits=hits,
+            crisis=event,
+            chain=chain,
+            budget_tokens=budget_tokens,
+            count_tokens=count_tokens,
+        )
 
     # -- export / import ------------------------------------------------------------------
     def export(self, path: str | os.PathLike[str]) -> int:

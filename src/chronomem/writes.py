@@ -19,6 +19,7 @@ import numpy.typing as npt
 from chronomem.clock import require_aware
 from chronomem.embedders.base import as_vector
 from chronomem.errors import InvalidInputError, NotFoundError
+from chronomem.model.event import EventKind, Provenance
 from chronomem.model.ids import IdFactory
 from chronomem.model.record import Kind, Record, Sensitivity
 
@@ -27,6 +28,7 @@ __all__ = [
     "REMEMBER_FIELDS",
     "Draft",
     "build_drafts",
+    "metadata_dict",
     "require_text",
     "string_tuple",
     "to_enum",
@@ -56,7 +58,7 @@ REMEMBER_FIELDS = frozenset(
 )
 
 F32 = npt.NDArray[np.float32]
-_E = TypeVar("_E", Kind, Sensitivity)
+_E = TypeVar("_E", Kind, Sensitivity, EventKind, Provenance)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +113,7 @@ def string_tuple(value: object, name: str) -> tuple[str, ...]:
     return items
 
 
-def _metadata(value: object) -> dict[str, Any]:
+def metadata_dict(value: object) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -178,7 +180,7 @@ def _draft(
         supersedes=supersedes,
         domain=domain,
         tags=string_tuple(item.get("tags", ()), "tags"),
-        metadata=_metadata(item.get("metadata")),
+        metadata=metadata_dict(item.get("metadata")),
         evidence=evidence,
         depth=1 + max(depth_of[e] for e in evidence) if evidence else 0,
         event_id=event_id,

@@ -278,16 +278,26 @@ def test_precomputed_vectors_work_without_an_embedder(mem: Memory) -> None:
 
 
 def test_hybrid_default_uses_both_signals(db_path: Path, clock: SimClock) -> None:
-    embedder = FixedEmbedder({"apples": unit(1, 0, 0, 0, 0, 0, 0, 0)})
+    same = unit(1, 1, 0, 0, 0, 0, 0, 0)
+    embedder = FixedEmbedder(
+        {"I like apples": same, "bananas are yellow": same, "apples": unit(1, 0, 0, 0, 0, 0, 0, 0)}
+    )
     with Memory.open(db_path, embedder=embedder, clock=clock) as mem:
-        mem.remember("I like apples")
         mem.remember("bananas are yellow")
-        hit = mem.peek("apples", k=1, explain=True)[0]
-    assert hit.breakdown is not None
-    assert hit.breakdown.relevance_mode == "hybrid"
-    assert hit.breakdown.relevance_dense is not None
-    assert hit.breakdown.relevance_lexical is not None
-    assert hit.record.text == "I like apples"
+        mem.remember("I like apples")
+        for filler in ("the ferry leaves at noon", "a heron stood in the reeds", "rain again"):
+            mem.remember(filler)
+        hits = mem.peek("apples", k=2, explain=True)
+    # Equal cosine: the lexical match decides.
+    first, second = (h.breakdown for h in hits)
+    assert first is not None
+    assert second is not None
+    assert first.relevance_dense == pytest.approx(second.relevance_dense)
+    assert first.relevance_mode == "hybrid"
+    assert first.relevance_lexical is not None
+    assert first.relevance_lexical > 0
+    assert second.relevance_lexical == 0
+    assert hits[0].record.text == "I like apples"
 
 
 def test_validity_windows_and_kinds_filter_candidates(mem: Memory, clock: SimClock) -> None:

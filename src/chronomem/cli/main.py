@@ -17,8 +17,10 @@ from typing import Any
 
 from chronomem.clock import require_aware
 from chronomem.config import PRESETS
+from chronomem.context.block import record_markers
 from chronomem.engine import Memory
 from chronomem.errors import ChronomemError, InvalidInputError
+from chronomem.model.event import EventKind
 from chronomem.model.record import Hit, Kind, Record, Sensitivity
 
 __all__ = ["Settings", "build_parser", "main", "settings"]
@@ -118,16 +120,7 @@ def format_hit(rank: int, hit: Hit) -> str:
 
 def lifecycle_marker(r: Record) -> str:
     """A short marker for records that are not plainly open and sound."""
-    marks = []
-    if r.status.value == "superseded":
-        marks.append(f"superseded by {r.superseded_by} on {_short_time(r.superseded_at)}")  # type: ignore[arg-type]
-    elif r.status.value == "closed":
-        marks.append(f"closed on {_short_time(r.superseded_at)}: {r.closed_reason}")  # type: ignore[arg-type]
-    if r.feedback_score < 0:
-        marks.append(f"pushed down ({r.feedback_score:g})")
-    if r.evidence_status.value != "ok":
-        marks.append(r.evidence_status.value.replace("_", " "))
-    return "".join(f" [{m}]" for m in marks)
+    return "".join(f" [{m}]" for m in record_markers(r))
 
 
 def format_record(r: Record) -> str:
@@ -180,6 +173,7 @@ def _cmd_recall(args: argparse.Namespace, cfg: Settings) -> int:
             touch=not args.no_touch,
             explain=args.explain,
             kinds=args.kind or None,
+            crisis=args.crisis,
         )
     if args.json:
         _print_json([h.to_dict() for h in hits])
@@ -290,6 +284,66 @@ def _cmd_audit(args: argparse.Namespace, cfg: Settings) -> int:
     return 0
 
 
+def _cmd_event(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg) as mem:
+        event = mem.add_event(
+            args.text, occurred_at=args.occurred_at, kind=args.kind, scope=args.scope
+        )
+    if args.json:
+        _print_json(event.to_dict())
+    else:
+        print(event.id)
+    return 0
+
+
+def _cmd_link(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg) as mem:
+        if args.remove:
+            removed = mem.unlink(args.cause, args.effect)
+            print("removed" if removed else "no such link")
+            return 0
+        link = mem.link(args.cause, args.effect, weight=args.weight)
+    print(f"{link.cause} -> {link.effect}  weight {link.weight:g}  ({link.provenance.value})")
+    return 0
+
+
+def _cmd_ancestors(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg) as mem:
+        reach = (mem.descendants if args.descendants else mem.ancestors)(
+            args.id, max_depth=args.max_depth, as_of=args.as_of
+        )
+    if args.json:
+        _print_json([a.to_dict() for a in reach])
+        return 0
+    if not reach:
+        print("none within the depth bound")
+    for a in reach:
+        e = a.event
+        print(
+            f"depth {a.depth}  strength {a.strength:.3f}  {e.id}  {e.occurred_at:%Y-%m-%d}  "
+            f"[{e.kind.value}] {e.text}"
+        )
+    return 0
+
+
+def _cmd_context(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg, args.preset) as mem:
+        block = mem.context(
+            args.query,
+            agents=args.agent or None,
+            crisis=args.crisis,
+            k=args.k,
+            budget_tokens=args.budget_tokens,
+            as_of=args.as_of,
+            touch=not args.no_touch,
+        )
+    if args.json:
+        _print_json(block.to_dict())
+    else:
+        print(block.text, end="")
+    return 0
+
+
 def _cmd_export(args: argparse.Namespace, cfg: Settings) -> int:
     with _open(cfg) as mem:
         count = mem.export(args.path)
@@ -370,6 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", choices=sorted(PRESETS), help="scoring preset (default: default)")
     p.add_argument("--explain", action="store_true", help="show each score's components")
     p.add_argument("--no-touch", action="store_true", help="read-only: do not mark as accessed")
+    p.add_argument("--crisis", help="event id: lift memories tied to its causes (TCMF)")
     p.add_argument("--json", action="store_true", help="print hits as JSON")
     p.set_defaults(func=_cmd_recall)
 
@@ -424,6 +479,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id", nargs="?", help="only this record's")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_audit)
+
+    p = sub.add_parser("event", parents=[common], help="add an event to the causal graph")
+    p.add_argument("text")
+    p.add_argument("--kind", default="happening", choices=[k.value for k in EventKind])
+    p.add_argument("--occurred-at", type=_instant, help="world time (default: now)")
+    p.add_argument("--scope", help="institution, district... (for the scope fallback)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_event)
+
+    p = sub.add_parser("link", parents=[common], help="add (or --remove) a causal link")
+    p.add_argument("cause", help="event id")
+    p.add_argument("effect", help="event id")
+    p.add_argument("--weight", type=float, default=1.0, help="in (0, 1], default 1")
+    p.add_argument("--remove", action="store_true", help="remove the link instead")
+    p.set_defaults(func=_cmd_link)
+
+    p = sub.add_parser("ancestors", parents=[common], help="the causes of an event")
+    p.add_argument("id", help="event id")
+    p.add_argument("--max-depth", type=int, default=4)
+    p.add_argument("--as-of", type=_instant)
+    p.add_argument("--descendants", action="store_true", help="its effects instead")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_ancestors)
+
+    p = sub.add_parser("context", parents=[common], help="a prompt-ready context block")
+    p.add_argument("query", nargs="?", default=None, help="default: the crisis's text")
+    p.add_argument("--crisis", help="event id: add its causal chain and lift its causes")
+    p.add_argument("--agent", action="append", help="whose memories (repeatable; default: all)")
+    p.add_argument("-k", type=int, default=12)
+    p.add_argument("--budget-tokens", type=int, help="cap the block (≈4 characters a token)")
+    p.add_argument("--as-of", type=_instant)
+    p.add_argument("--preset", choices=sorted(PRESETS))
+    p.add_argument("--no-touch", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_context)
 
     p = sub.add_parser("export", parents=[common], help="write the space to a JSONL archive")
     p.add_argument("path")

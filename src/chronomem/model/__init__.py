@@ -1,9 +1,11 @@
 """Value types of chronomem: records, write results, hits and their breakdowns."""
 
 from chronomem.model.audit import AuditEntry, ForgetResult
+from chronomem.model.event import Ancestor, Event, EventKind, Link, Provenance
 from chronomem.model.ids import IdFactory, id_instant
 from chronomem.model.record import (
     Breakdown,
+    CausalPart,
     EvidenceStatus,
     Hit,
     Kind,
@@ -15,13 +17,19 @@ from chronomem.model.record import (
 )
 
 __all__ = [
+    "Ancestor",
     "AuditEntry",
     "Breakdown",
+    "CausalPart",
+    "Event",
+    "EventKind",
     "EvidenceStatus",
     "ForgetResult",
     "Hit",
     "IdFactory",
     "Kind",
+    "Link",
+    "Provenance",
     "Record",
     "Sensitivity",
     "Status",

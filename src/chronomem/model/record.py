@@ -11,6 +11,7 @@ from typing import Any
 __all__ = [
     "INSTANT_FIELDS",
     "Breakdown",
+    "CausalPart",
     "EvidenceStatus",
     "Hit",
     "Kind",
@@ -165,6 +166,41 @@ class Weights:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CausalPart:
+    """Why a crisis read lifted a record (DESIGN §4): the event that gave the largest boost,
+    how the record is associated with it (``witness``: it names the event; ``cosine``: similar
+    enough), the event's depth and path strength upstream of the crisis, and the fusion used.
+    ``event_id`` is ``None`` when no causal event is associated with the record."""
+
+    boost: float
+    fusion: str
+    weight: float
+    event_id: str | None = None
+    association: float = 0.0
+    via: str | None = None
+    depth: int | None = None
+    path_strength: float | None = None
+    effective_strength: float | None = None
+    fallback: bool = False
+    path: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "boost": self.boost,
+            "fusion": self.fusion,
+            "weight": self.weight,
+            "event_id": self.event_id,
+            "association": self.association,
+            "via": self.via,
+            "depth": self.depth,
+            "path_strength": self.path_strength,
+            "effective_strength": self.effective_strength,
+            "fallback": self.fallback,
+            "path": list(self.path),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Breakdown:
     """Why a hit scored what it did: raw and normalised components, weights and factors.
 
@@ -189,9 +225,11 @@ class Breakdown:
     episodic: float
     factors: Mapping[str, float]
     final: float
+    causal: CausalPart | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "causal": None if self.causal is None else self.causal.to_dict(),
             "preset": self.preset,
             "normalisation": self.normalisation,
             "relevance_mode": self.relevance_mode,

@@ -17,9 +17,10 @@ import numpy.typing as npt
 from chronomem.errors import StoreError
 from chronomem.model.record import Kind
 from chronomem.stores.base import NEVER, SINCE_EVER, MemoryStore, RecordColumns
-from chronomem.text import dedup_key
+from chronomem.text import dedup_key, event_key
 
 __all__ = ["KINDS", "KIND_CODES", "AgentArrays", "Bounds", "SpaceIndex"]
+
 
 KINDS: tuple[Kind, ...] = tuple(Kind)
 KIND_CODES: dict[Kind, int] = {kind: code for code, kind in enumerate(KINDS)}
@@ -81,6 +82,7 @@ class AgentArrays:
         self.emb: F32 | None = None if dim is None else np.zeros((cap, dim), dtype=np.float32)
         self.texts: list[str] = []
         self.domains: list[str | None] = []
+        self.event_ids: list[str | None] = []
         self.position: dict[str, int] = {}
         self._derived: dict[object, npt.NDArray[np.generic]] = {}
         self._bounds: Bounds | None = None
@@ -150,6 +152,7 @@ class AgentArrays:
             self.position[cols.ids[i]] = start + offset
             self.texts.append(cols.texts[i])
             self.domains.append(cols.domains[i])
+            self.event_ids.append(cols.event_ids[i])
         self.n = start + rows.size
         if start and self.pk[start - 1] >= self.pk[start]:
             raise StoreError("store keys are not increasing; the in-memory index is out of sync")
@@ -176,6 +179,7 @@ class AgentArrays:
             self.emb[kept_emb.shape[0] : self.n] = 0.0
         self.texts = [t for t, k in zip(self.texts, keep, strict=True) if k]
         self.domains = [d for d, k in zip(self.domains, keep, strict=True) if k]
+        self.event_ids = [e for e, k in zip(self.event_ids, keep, strict=True) if k]
         self.n = int(keep.sum())
         self.position = {str(i): p for p, i in enumerate(self.ids[: self.n])}
         self._derived.clear()
@@ -223,6 +227,18 @@ class AgentArrays:
                 count=self.n,
             )
             self._derived["domain_keys"] = cached
+        return cached  # type: ignore[return-value]
+
+    def event_keys(self) -> npt.NDArray[np.int64]:
+        """Hashes of the witnessed event ids (0 for none)."""
+        cached = self._derived.get("event_keys")
+        if cached is None:
+            cached = np.fromiter(
+                (0 if e is None else event_key(e) for e in self.event_ids),
+                dtype=np.int64,
+                count=self.n,
+            )
+            self._derived["event_keys"] = cached
         return cached  # type: ignore[return-value]
 
     def contains(self, substring: str) -> npt.NDArray[np.bool_]:

@@ -17,13 +17,15 @@ import numpy.typing as npt
 
 from chronomem.clock import to_micros
 from chronomem.config import ScoringConfig
+from chronomem.graph.boost import Boost, CausalEvent, causal_boost
 from chronomem.lifecycle.rules import decay_factor, feedback_factor
-from chronomem.model.record import Breakdown, Hit, Kind, Record
+from chronomem.model.event import Event
+from chronomem.model.record import Breakdown, CausalPart, Hit, Kind, Record
 from chronomem.retrieval.index import KIND_CODES, AgentArrays, SpaceIndex
 from chronomem.scoring.score import Candidates, Scores, rank, score
 from chronomem.stores.base import MemoryStore
 
-__all__ = ["Columns", "Query", "columns", "search", "visible"]
+__all__ = ["Columns", "Crisis", "Query", "columns", "search", "visible"]
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -49,6 +51,17 @@ class Query:
     include_history: bool = False
     valid_at: datetime | None = None
     explain: bool = False
+    crisis: Crisis | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Crisis:
+    """A crisis read's causal inputs: the events that may lift records (ancestors, then scope
+    fallbacks) and the association threshold of this store's embedder."""
+
+    event: Event
+    events: tuple[CausalEvent, ...]
+    threshold: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +228,40 @@ def _select(
     return groups
 
 
-def _breakdown(scores: Scores, life: _Lifecycle, row: int, q: Query) -> Breakdown:
+def _boost(cols: Columns, crisis: Crisis) -> Boost:
+    return causal_boost(
+        [None if a.emb is None else a.emb[: a.n] for a in cols.arrays],
+        [a.has_embedding[: a.n] for a in cols.arrays],
+        [a.event_keys() for a in cols.arrays],
+        list(crisis.events),
+        threshold=crisis.threshold,
+    )
+
+
+def _causal_part(boost: Boost, crisis: Crisis, row: int, q: Query) -> CausalPart:
+    causal = q.config.causal
+    j = int(boost.event[row])
+    if j < 0:
+        return CausalPart(boost=0.0, fusion=causal.fusion.value, weight=causal.weight)
+    event = crisis.events[j]
+    return CausalPart(
+        boost=float(boost.value[row]),
+        fusion=causal.fusion.value,
+        weight=causal.weight,
+        event_id=event.event_id,
+        association=float(boost.association[row]),
+        via="witness" if boost.witness[row] else "cosine",
+        depth=event.depth or None,
+        path_strength=event.strength,
+        effective_strength=event.effective,
+        fallback=event.fallback,
+        path=event.path,
+    )
+
+
+def _breakdown(
+    scores: Scores, life: _Lifecycle, boost: Boost | None, row: int, q: Query
+) -> Breakdown:
     c = q.config
     parts = scores.components(row)
     return Breakdown(
@@ -235,6 +281,7 @@ def _breakdown(scores: Scores, life: _Lifecycle, row: int, q: Query) -> Breakdow
         episodic=parts.episodic,
         factors=life.at(row),
         final=parts.final,
+        causal=None if boost is None or q.crisis is None else _causal_part(boost, q.crisis, row, q),
     )
 
 
@@ -255,6 +302,7 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
         dense = _dense(cols, q.vector)
         needs_lexical = dense is None or q.config.relevance.value != "dense"
         life = _lifecycle(cols, q)
+        boost = None if q.crisis is None else _boost(cols, q.crisis)
         recorded_at: I64 = cols.cat("recorded_at")
         ids: npt.NDArray[np.str_] = cols.cat("ids")
         candidates = Candidates(
@@ -266,6 +314,7 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             dense=dense,
             lexical=_lexical(store, space, cols, q.text) if needs_lexical else None,
             factor=life.factor,
+            boost=None if boost is None else boost.value,
         )
         scores = score(candidates, q.config, as_of_us=to_micros(q.as_of))
         groups = _select(scores, cols, ids, recorded_at, q.k)
@@ -278,7 +327,7 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             Hit(
                 record=members[0],
                 score=float(scores.final[group[0]]),
-                breakdown=_breakdown(scores, life, int(group[0]), q) if q.explain else None,
+                breakdown=_breakdown(scores, life, boost, int(group[0]), q) if q.explain else None,
                 holders=tuple(m.agent for m in members),
                 record_ids=tuple(m.id for m in members),
             )

@@ -104,9 +104,11 @@ def minmax(values: F64, mask: Mask | None) -> Affine:
     return Affine(1.0 / span, -lo / span)
 
 
-def fixed_lexical(values: F64, mask: Mask | None) -> Affine:
-    """BM25 divided by the best BM25 among the candidates (0 when nothing matched)."""
-    if values.shape[0] == 0:
-        return Affine(0.0, 0.0)
-    best = float(values.max()) if mask is None else float(np.max(values, where=mask, initial=0.0))
-    return Affine(1.0 / best, 0.0) if best > 0.0 else Affine(0.0, 0.0)
+#: BM25 at which fixed lexical relevance is 0.5 (``bm25 / (bm25 + BM25_HALF)``).
+BM25_HALF = 2.0
+
+
+def fixed_lexical(values: F64) -> F64:
+    """BM25 saturated into [0, 1): ``bm25 / (bm25 + 2)`` — absolute, so comparable across calls,
+    and a weak match stays weak even when it is the best one there is."""
+    return values / (values + BM25_HALF)

@@ -15,7 +15,7 @@ from datetime import timedelta
 import numpy as np
 import numpy.typing as npt
 
-from chronomem.config import Normalisation, RecencyMode, RelevanceMode, ScoringConfig
+from chronomem.config import Fusion, Normalisation, RecencyMode, RelevanceMode, ScoringConfig
 from chronomem.scoring.components import (
     IDENTITY,
     Affine,
@@ -40,7 +40,8 @@ class Candidates:
 
     ``dense`` is the raw cosine to the query (``None`` without a query vector); ``lexical`` the raw
     BM25 (``None`` when lexical relevance is not used). ``factor`` multiplies the episodic score
-    (the lifecycle factor, DESIGN §2 step 5); ``None`` means 1.
+    (the lifecycle factor, DESIGN §2 step 5); ``None`` means 1. ``boost`` is the causal boost in
+    [0, 1] fused by ``config.causal`` (DESIGN §2 step 6); ``None`` means no crisis.
     """
 
     mask: Mask | None
@@ -51,6 +52,7 @@ class Candidates:
     dense: F64 | None
     lexical: F64 | None
     factor: F64 | None = None
+    boost: F64 | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,6 +69,7 @@ class Components:
     importance: float
     episodic: float
     factor: float
+    boost: float | None
     final: float
 
 
@@ -80,6 +83,7 @@ class Scores:
     candidates: Candidates
     as_of_us: int
     dense_used: F64 | None
+    lexical_used: F64 | None
     recency_raw: F64
     norm_dense: Affine
     norm_lexical: Affine
@@ -92,7 +96,7 @@ class Scores:
         dense = None if c.dense is None else float(c.dense[row])
         lexical = None if c.lexical is None else float(c.lexical[row])
         d = 0.0 if self.dense_used is None else self.norm_dense.at(self.dense_used[row])
-        lx = 0.0 if c.lexical is None else self.norm_lexical.at(c.lexical[row])
+        lx = 0.0 if self.lexical_used is None else self.norm_lexical.at(self.lexical_used[row])
         mode = self.relevance_mode
         if mode is RelevanceMode.DENSE:
             relevance = d
@@ -105,6 +109,7 @@ class Scores:
         w = cfg.weights
         episodic = w.relevance * relevance + w.recency * recency + w.importance * importance
         factor = 1.0 if c.factor is None else float(c.factor[row])
+        boost = None if c.boost is None else float(c.boost[row])
         return Components(
             dense=dense,
             lexical=lexical,
@@ -116,6 +121,7 @@ class Scores:
             importance=importance,
             episodic=episodic,
             factor=factor,
+            boost=boost,
             final=float(self.final[row]),
         )
 
@@ -152,11 +158,12 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
         dense_used = np.clip(c.dense, 0.0, 1.0) if fixed else c.dense
         norm_dense = IDENTITY if fixed else minmax(dense_used, mask)
         add(dense_used, w.relevance * dense_share, norm_dense)
-    norm_lexical = Affine(0.0, 0.0)
+    norm_lexical, lexical_used = Affine(0.0, 0.0), None
     if dense_share < 1.0:
         lexical = c.lexical if c.lexical is not None else np.zeros(n, dtype=np.float64)
-        norm_lexical = fixed_lexical(lexical, mask) if fixed else minmax(lexical, mask)
-        add(lexical, w.relevance * (1.0 - dense_share), norm_lexical)
+        lexical_used = fixed_lexical(lexical) if fixed else lexical
+        norm_lexical = IDENTITY if fixed else minmax(lexical, mask)
+        add(lexical_used, w.relevance * (1.0 - dense_share), norm_lexical)
 
     if config.recency is RecencyMode.ORDINAL:
         everyone = np.ones(n, dtype=np.bool_) if mask is None else mask
@@ -179,6 +186,15 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
         final += scratch
     if c.factor is not None:
         final *= c.factor
+    if c.boost is not None:
+        causal = config.causal
+        if causal.fusion is Fusion.ADDITIVE:
+            # The episodic part scaled to [0, 1] by the weight sum, so λ means the same under
+            # every preset; the boost can then lift a record whose episodic score is near zero.
+            final /= (w.relevance + w.recency + w.importance) or 1.0
+            final += causal.weight * c.boost
+        else:
+            final *= 1.0 + causal.weight * c.boost
     if mask is not None:
         final[~mask] = -np.inf
     return Scores(
@@ -187,6 +203,7 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
         candidates=c,
         as_of_us=as_of_us,
         dense_used=dense_used,
+        lexical_used=lexical_used,
         recency_raw=recency_raw,
         norm_dense=norm_dense,
         norm_lexical=norm_lexical,

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from chronomem.model.audit import AuditEntry, Closure
+from chronomem.model.event import Event, Link
 from chronomem.model.record import Record
 
 __all__ = [
@@ -81,6 +82,7 @@ class RecordColumns:
     feedback_score: F64
     valid_until_before: I64
     domains: list[str | None]
+    event_ids: list[str | None]
     has_embedding: npt.NDArray[np.bool_]
     embeddings: F32 | None
 
@@ -200,3 +202,32 @@ class MemoryStore(Protocol):
     def append_audit(self, space: str, entries: Sequence[AuditEntry]) -> None: ...
 
     def audit(self, space: str, record_id: str | None = None) -> list[AuditEntry]: ...
+
+    # -- causal graph ---------------------------------------------------------------------
+    def insert_event(self, space: str, event: Event, embedding: F32 | None) -> None: ...
+
+    def get_events(self, space: str, ids: Sequence[str]) -> list[Event]:
+        """Events by id, in the order asked; unknown ids are left out."""
+        ...
+
+    def event_embeddings(self, space: str, ids: Sequence[str]) -> dict[str, F32]:
+        """Raw vectors of the events that have one."""
+        ...
+
+    def events_between(
+        self, space: str, *, after_us: int, before_us: int, scope: str | None = None
+    ) -> list[Event]:
+        """Events that occurred in ``[after_us, before_us)`` (optionally of one scope), by time."""
+        ...
+
+    def put_link(self, space: str, link: Link) -> None:
+        """Insert or replace the link of ``(cause, effect)``."""
+        ...
+
+    def get_link(self, space: str, cause: str, effect: str) -> Link | None: ...
+
+    def delete_link(self, space: str, cause: str, effect: str) -> bool: ...
+
+    def links(self, space: str, *, as_of_us: int | None = None) -> list[Link]:
+        """Every link of the space (created at or before ``as_of_us``)."""
+        ...

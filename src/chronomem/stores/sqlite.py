@@ -25,6 +25,7 @@ import numpy as np
 from chronomem.clock import from_micros, to_micros
 from chronomem.errors import ConflictError, StoreError
 from chronomem.model.audit import AuditEntry, Closure
+from chronomem.model.event import Event, EventKind, Link, Provenance
 from chronomem.model.record import EvidenceStatus, Kind, Record, Sensitivity, Status
 from chronomem.stores.base import (
     NEVER,
@@ -80,7 +81,7 @@ _COLUMNS_SELECT = f"""SELECT pk, id, agent, kind, text, importance, recorded_at,
     COALESCE(last_verified_at, {SINCE_EVER}), COALESCE(valid_from, {SINCE_EVER}),
     COALESCE(valid_until, {NEVER}), COALESCE(superseded_at, {NEVER}), feedback_score,
     COALESCE(CASE WHEN superseded_at IS NULL THEN valid_until ELSE valid_until_before END, {NEVER}),
-    domain, embedding
+    domain, event_id, embedding
     FROM records"""
 _CHUNK = 900  # ids per IN (...) list
 # A unary "+" before a column (``+space``) keeps SQLite from driving a lookup by id or key through
@@ -178,6 +179,39 @@ def _row_to_record(row: Sequence[Any]) -> Record:
         evidence_status=_EVIDENCE_STATUSES[evidence_status],
         feedback_score=feedback_score,
         has_embedding=bool(has_embedding),
+    )
+
+
+_EVENT_COLUMNS = (
+    "id, space, text, kind, scope, occurred_at, recorded_at, metadata, embedding IS NOT NULL"
+)
+_LINK_COLUMNS = "cause, effect, weight, provenance, similarity, created_at"
+
+
+def _row_to_event(row: Sequence[Any]) -> Event:
+    rid, space, text, kind, scope, occurred_at, recorded_at, metadata, has = row
+    return Event(
+        id=rid,
+        space=space,
+        text=text,
+        kind=EventKind(kind),
+        scope=scope,
+        occurred_at=from_micros(occurred_at),
+        recorded_at=from_micros(recorded_at),
+        metadata={} if metadata == "{}" else json.loads(metadata),
+        has_embedding=bool(has),
+    )
+
+
+def _row_to_link(row: Sequence[Any]) -> Link:
+    cause, effect, weight, provenance, similarity, created_at = row
+    return Link(
+        cause=cause,
+        effect=effect,
+        weight=weight,
+        provenance=Provenance(provenance),
+        similarity=similarity,
+        created_at=from_micros(created_at),
     )
 
 
@@ -644,6 +678,92 @@ class SQLiteStore:
             for r in rows
         ]  # fmt: skip
 
+    # -- causal graph ---------------------------------------------------------------------
+    def insert_event(self, space: str, event: Event, embedding: np.ndarray | None) -> None:
+        with self._write() as conn:
+            self._bump(conn, space)
+            conn.execute(
+                "INSERT INTO events (id, space, text, kind, scope, occurred_at, recorded_at,"
+                " metadata, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    event.id, space, event.text, event.kind.value, event.scope,
+                    to_micros(event.occurred_at), to_micros(event.recorded_at),
+                    _json(dict(event.metadata)), _vector_blob(embedding),
+                ),
+            )  # fmt: skip
+
+    def get_events(self, space: str, ids: Sequence[str]) -> list[Event]:
+        found: dict[str, Event] = {}
+        for chunk in _chunks(list(ids)):
+            rows = self._query(
+                f"SELECT {_EVENT_COLUMNS} FROM events"
+                f" WHERE id IN ({_placeholders(len(chunk))}) AND +space = ?",
+                (*chunk, space),
+            )
+            found.update((row[0], _row_to_event(row)) for row in rows)
+        return [found[i] for i in ids if i in found]
+
+    def event_embeddings(self, space: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for chunk in _chunks(list(ids)):
+            rows = self._query(
+                f"SELECT id, embedding FROM events WHERE id IN ({_placeholders(len(chunk))})"
+                " AND +space = ? AND embedding IS NOT NULL",
+                (*chunk, space),
+            )
+            out.update((r[0], np.frombuffer(r[1], dtype="<f4").astype(np.float32)) for r in rows)
+        return out
+
+    def events_between(
+        self, space: str, *, after_us: int, before_us: int, scope: str | None = None
+    ) -> list[Event]:
+        sql = (
+            f"SELECT {_EVENT_COLUMNS} FROM events WHERE space = ? AND occurred_at >= ?"
+            " AND occurred_at < ?"
+        )
+        params: list[Any] = [space, after_us, before_us]
+        if scope is not None:
+            sql += " AND scope = ?"
+            params.append(scope)
+        return [_row_to_event(r) for r in self._query(sql + " ORDER BY occurred_at, id", params)]
+
+    def put_link(self, space: str, link: Link) -> None:
+        with self._write() as conn:
+            self._bump(conn, space)
+            conn.execute(
+                "INSERT OR REPLACE INTO links (space, cause, effect, weight, provenance,"
+                " similarity, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    space, link.cause, link.effect, link.weight, link.provenance.value,
+                    link.similarity, to_micros(link.created_at),
+                ),
+            )  # fmt: skip
+
+    def get_link(self, space: str, cause: str, effect: str) -> Link | None:
+        rows = self._query(
+            f"SELECT {_LINK_COLUMNS} FROM links WHERE space = ? AND cause = ? AND effect = ?",
+            (space, cause, effect),
+        )
+        return _row_to_link(rows[0]) if rows else None
+
+    def delete_link(self, space: str, cause: str, effect: str) -> bool:
+        with self._write() as conn:
+            cur = conn.execute(
+                "DELETE FROM links WHERE space = ? AND cause = ? AND effect = ?",
+                (space, cause, effect),
+            )
+            if cur.rowcount:
+                self._bump(conn, space)
+        return cur.rowcount > 0
+
+    def links(self, space: str, *, as_of_us: int | None = None) -> list[Link]:
+        sql = f"SELECT {_LINK_COLUMNS} FROM links WHERE space = ?"
+        params: list[Any] = [space]
+        if as_of_us is not None:
+            sql += " AND created_at <= ?"
+            params.append(as_of_us)
+        return [_row_to_link(r) for r in self._query(sql + " ORDER BY cause, effect", params)]
+
 
 def _columns(rows: list[Any], path: Path) -> RecordColumns:
     n = len(rows)
@@ -654,11 +774,11 @@ def _columns(rows: list[Any], path: Path) -> RecordColumns:
             importance=np.empty(0, np.float64), recorded_at=empty_i, last_accessed_at=empty_i,
             last_verified_at=empty_i, valid_from=empty_i, valid_until=empty_i,
             superseded_at=empty_i, feedback_score=np.empty(0, np.float64),
-            valid_until_before=empty_i, domains=[],
+            valid_until_before=empty_i, domains=[], event_ids=[],
             has_embedding=np.empty(0, np.bool_), embeddings=None,
         )  # fmt: skip
     cols = list(zip(*rows, strict=True))
-    blobs: tuple[bytes | None, ...] = cols[15]
+    blobs: tuple[bytes | None, ...] = cols[16]
     has = np.fromiter((b is not None for b in blobs), dtype=np.bool_, count=n)
     embeddings = None
     if has.any():
@@ -684,6 +804,7 @@ def _columns(rows: list[Any], path: Path) -> RecordColumns:
         feedback_score=np.asarray(cols[12], dtype=np.float64),
         valid_until_before=np.asarray(cols[13], dtype=np.int64),
         domains=list(cols[14]),
+        event_ids=list(cols[15]),
         has_embedding=has,
         embeddings=embeddings,
     )

@@ -109,7 +109,37 @@ _LIFECYCLE = (
     "CREATE INDEX audit_by_record ON audit_log(record_id)",
 )
 
+_CAUSAL = (
+    """CREATE TABLE events (
+        pk          INTEGER PRIMARY KEY AUTOINCREMENT,
+        id          TEXT NOT NULL UNIQUE,
+        space       TEXT NOT NULL,
+        text        TEXT NOT NULL,
+        kind        TEXT NOT NULL,
+        scope       TEXT,
+        occurred_at INTEGER NOT NULL,
+        recorded_at INTEGER NOT NULL,
+        metadata    TEXT NOT NULL DEFAULT '{}',
+        embedding   BLOB
+    )""",
+    "CREATE INDEX events_by_time ON events(space, occurred_at)",
+    # One link per (cause, effect); an explicit link replaces an inferred one, never the reverse.
+    """CREATE TABLE links (
+        space      TEXT NOT NULL,
+        cause      TEXT NOT NULL,
+        effect     TEXT NOT NULL,
+        weight     REAL NOT NULL,
+        provenance TEXT NOT NULL,
+        similarity REAL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (space, cause, effect)
+    )""",
+    "CREATE INDEX links_by_effect ON links(space, effect)",
+    "CREATE INDEX records_by_event ON records(event_id)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "records, agents, spaces, full-text index", _INITIAL),
     Migration(2, "lifecycle: pre-close validity, audit log", _LIFECYCLE),
+    Migration(3, "causal graph: events and weighted links", _CAUSAL),
 )

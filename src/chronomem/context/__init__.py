@@ -1,0 +1,1 @@
+"""Prompt-ready context blocks (DESIGN §4)."""

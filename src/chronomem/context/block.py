@@ -1,0 +1,271 @@
+"""Prompt-ready context blocks (DESIGN §4): the question, the ranked evidence and the causal chain,
+as stable text and as data, fitted to a token budget.
+
+Pure: hits, events and links in, a :class:`ContextBlock` out. Under a budget the lowest-ranked
+evidence and the links farthest from the crisis go first, so the proximate causes stay longest.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from chronomem.model.event import Event, Link
+from chronomem.model.record import Hit, Record
+
+__all__ = [
+    "ChainLink",
+    "ContextBlock",
+    "EvidenceItem",
+    "TokenCounter",
+    "approximate_tokens",
+    "build_block",
+    "chain_links",
+    "record_markers",
+]
+
+TokenCounter = Callable[[str], int]
+
+
+def approximate_tokens(text: str) -> int:
+    """The default token count: one token per four characters, rounded up (close to BPE
+    tokenisers on English prose; pass your model's tokeniser for exact budgets)."""
+    return math.ceil(len(text) / 4)
+
+
+def record_markers(r: Record) -> list[str]:
+    """Lifecycle markers of a record: superseded, closed, pushed down, evidence flags."""
+    marks = []
+    if r.status.value == "superseded" and r.superseded_at is not None:
+        marks.append(f"superseded by {r.superseded_by} on {r.superseded_at:%Y-%m-%d}")
+    elif r.status.value == "closed" and r.superseded_at is not None:
+        marks.append(f"closed on {r.superseded_at:%Y-%m-%d}: {r.closed_reason}")
+    if r.feedback_score < 0:
+        marks.append(f"pushed down ({r.feedback_score:g})")
+    if r.evidence_status.value != "ok":
+        marks.append(r.evidence_status.value.replace("_", " "))
+    return marks
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvidenceItem:
+    rank: int
+    record_id: str
+    holders: tuple[str, ...]
+    occurred_at: datetime
+    importance: float
+    text: str
+    score: float
+    markers: tuple[str, ...]
+
+    def line(self) -> str:
+        marks = "".join(f" [{m}]" for m in self.markers)
+        return (
+            f"{self.rank:>2}. [{', '.join(self.holders)}] {self.occurred_at:%Y-%m-%d} · "
+            f"importance {self.importance:g} · {self.record_id}{marks} — {self.text}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "record_id": self.record_id,
+            "holders": list(self.holders),
+            "occurred_at": self.occurred_at.isoformat(),
+            "importance": self.importance,
+            "text": self.text,
+            "score": self.score,
+            "markers": list(self.markers),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChainLink:
+    """One causal link of the chain; ``depth`` is how many links the cause is from the crisis
+    (1: a proximate cause)."""
+
+    cause: Event
+    effect: Event
+    weight: float
+    provenance: str
+    depth: int
+    effect_is_crisis: bool
+
+    def line(self) -> str:
+        crisis = " [crisis]" if self.effect_is_crisis else ""
+        inferred = ", inferred" if self.provenance == "inferred" else ""
+        return (
+            f" - {self.cause.text} ({self.cause.occurred_at:%Y-%m-%d}) "
+            f"—{self.weight:.2f}{inferred}→ {self.effect.text} "
+            f"({self.effect.occurred_at:%Y-%m-%d}){crisis}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cause": self.cause.to_dict(),
+            "effect": self.effect.to_dict(),
+            "weight": self.weight,
+            "provenance": self.provenance,
+            "depth": self.depth,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextBlock:
+    """A context block: ``text`` for the prompt, and the same content as data."""
+
+    text: str
+    question: str
+    as_of: datetime
+    crisis: Event | None
+    evidence: tuple[EvidenceItem, ...]
+    chain: tuple[ChainLink, ...]
+    tokens: int
+    budget_tokens: int | None
+    omitted_evidence: int = 0
+    omitted_links: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "as_of": self.as_of.isoformat(),
+            "crisis": None if self.crisis is None else self.crisis.to_dict(),
+            "evidence": [e.to_dict() for e in self.evidence],
+            "chain": [c.to_dict() for c in self.chain],
+            "tokens": self.tokens,
+            "budget_tokens": self.budget_tokens,
+            "omitted_evidence": self.omitted_evidence,
+            "omitted_links": self.omitted_links,
+            "text": self.text,
+        }
+
+
+def _render(
+    question: str,
+    as_of: datetime,
+    crisis: Event | None,
+    evidence: Sequence[EvidenceItem],
+    chain: Sequence[ChainLink],
+    omitted: tuple[int, int],
+) -> str:
+    lines = [f"Question: {question}", f"As of: {as_of:%Y-%m-%d %H:%M} UTC"]
+    if crisis is not None:
+        lines.append(f"Crisis: {crisis.text} ({crisis.occurred_at:%Y-%m-%d}) [{crisis.id}]")
+    lines += ["", "Evidence (most relevant first):"]
+    lines += [e.line() for e in evidence] or [" (no memories)"]
+    if crisis is not None:
+        lines += ["", "Causal chain (root → crisis, link weights):"]
+        lines += [c.line() for c in chain] or [" (no known causes)"]
+    if any(omitted):
+        lines += [
+            "",
+            f"({omitted[0]} more evidence item(s) and {omitted[1]} more distant link(s) omitted "
+            f"for the token budget)",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def chain_links(
+    crisis: Event, links: Sequence[Link], depth_of: Mapping[str, int], events: Mapping[str, Event]
+) -> list[ChainLink]:
+    """The links among the crisis and its ancestors, root first (deepest cause first, then by
+    time)."""
+    inside = {crisis.id, *depth_of}
+    chosen = [
+        ChainLink(
+            cause=events[x.cause],
+            effect=crisis if x.effect == crisis.id else events[x.effect],
+            weight=x.weight,
+            provenance=x.provenance.value,
+            depth=depth_of[x.cause],
+            effect_is_crisis=x.effect == crisis.id,
+        )
+        for x in links
+        if x.cause in depth_of
+        and x.effect in inside
+        and x.cause in events
+        and (x.effect == crisis.id or x.effect in events)
+        and (x.effect == crisis.id or depth_of[x.effect] < depth_of[x.cause])
+    ]
+    return sorted(
+        chosen,
+        key=lambda c: (
+            -c.depth,
+            c.cause.occurred_at,
+            c.cause.id,
+            c.effect.occurred_at,
+            c.effect.id,
+        ),
+    )
+
+
+def build_block(
+    *,
+    question: str,
+    as_of: datetime,
+    hits: Sequence[Hit],
+    crisis: Event | None = None,
+    chain: Sequence[ChainLink] = (),
+    budget_tokens: int | None = None,
+    count_tokens: TokenCounter = approximate_tokens,
+) -> ContextBlock:
+    """Render the block, dropping the lowest-ranked evidence and the most distant links
+    (alternately) until it fits ``budget_tokens``. The top evidence item and the proximate
+    links (depth 1) are dropped last."""
+    evidence = [
+        EvidenceItem(
+            rank=i,
+            record_id=h.record.id,
+            holders=tuple(dict.fromkeys(h.holders or (h.record.agent,))),
+            occurred_at=h.record.occurred_at,
+            importance=h.record.importance,
+            text=h.record.text,
+            score=h.score,
+            markers=tuple(record_markers(h.record)),
+        )
+        for i, h in enumerate(hits, start=1)
+    ]
+    links = list(chain)
+    dropped_evidence = dropped_links = 0
+
+    def text() -> str:
+        return _render(question, as_of, crisis, evidence, links, (dropped_evidence, dropped_links))
+
+    rendered = text()
+    drop_link_next = True
+    while budget_tokens is not None and count_tokens(rendered) > budget_tokens:
+        distant = bool(links) and links[0].depth > 1
+        can_drop_evidence = len(evidence) > 1
+        if distant and (drop_link_next or not can_drop_evidence):
+            links.pop(0)
+            dropped_links += 1
+        elif can_drop_evidence:
+            evidence.pop()
+            dropped_evidence += 1
+        elif links and len(links) > 1:
+            links.pop(0)
+            dropped_links += 1
+        elif evidence:
+            evidence.pop()
+            dropped_evidence += 1
+        elif links:
+            links.pop(0)
+            dropped_links += 1
+        else:
+            break
+        drop_link_next = not drop_link_next
+        rendered = text()
+    return ContextBlock(
+        text=rendered,
+        question=question,
+        as_of=as_of,
+        crisis=crisis,
+        evidence=tuple(evidence),
+        chain=tuple(links),
+        tokens=count_tokens(rendered),
+        budget_tokens=budget_tokens,
+        omitted_evidence=dropped_evidence,
+        omitted_links=dropped_links,
+    )

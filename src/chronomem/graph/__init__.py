@@ -1,0 +1,1 @@
+"""The causal graph: bounded traversal and the vectorised causal boost (DESIGN §4)."""

@@ -1,0 +1,255 @@
+"""Crisis reads: the causal boost, its fusion, scope fallback, auto-linking, degradation."""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chronomem import (
+    PRESETS,
+    CausalConfig,
+    InvalidInputError,
+    Memory,
+    NotFoundError,
+    Provenance,
+    SimClock,
+)
+
+from ..conftest import T0
+
+
+def v(i: int, *extra: tuple[int, float]) -> np.ndarray:
+    """A unit vector along axis ``i`` of 16, with optional small components."""
+    out = np.zeros(16)
+    out[i] = 1.0
+    for j, x in extra:
+        out[j] = x
+    return out / np.linalg.norm(out)
+
+
+QUESTION = v(0)  # "why did the market riot break out?"
+
+
+def _chain(mem: Memory, clock: SimClock, weights: tuple[float, ...] = (1.0, 1.0, 1.0, 1.0)):  # type: ignore[no-untyped-def]
+    """drought -> rationing -> black market -> unrest -> riot (the crisis)."""
+    names = ["drought", "rationing", "black market", "unrest", "riot"]
+    events = []
+    for i, name in enumerate(names):
+        kind = "crisis" if name == "riot" else "happening"
+        events.append(mem.add_event(name, kind=kind, scope="market", embedding=v(8 + i)))
+        clock.advance(days=7)
+    for (cause, effect), weight in zip(itertools.pairwise(events), weights, strict=True):
+        mem.link(cause.id, effect.id, weight)
+    return {e.text: e for e in events}
+
+
+def _symptoms(mem: Memory) -> list[str]:
+    texts = ["crowds smashed the stalls", "the market square burned", "guards fought rioters"]
+    return [
+        mem.remember(t, agent=f"citizen{i}", embedding=v(0, (1, 0.1 + 0.05 * i))).id
+        for i, t in enumerate(texts)
+    ]
+
+
+def test_a_root_cause_witness_outranks_symptom_paraphrases(mem: Memory, clock: SimClock) -> None:
+    events = _chain(mem, clock)
+    symptoms = _symptoms(mem)
+    # Dissimilar to the question (orthogonal), but it witnessed a 2-hop ancestor of the riot.
+    root = mem.remember(
+        "bread sold for ten times its price behind the tannery",
+        agent="baker",
+        event_id=events["black market"].id,
+        embedding=v(5),
+    ).id
+    riot = events["riot"].id
+    hits = mem.peek("why did the riot break out?", query_embedding=QUESTION, crisis=riot,
+                    preset="default", explain=True)  # fmt: skip
+    assert hits[0].record.id == root
+    assert {h.record.id for h in hits[1:4]} == set(symptoms)
+    causal = hits[0].breakdown.causal  # type: ignore[union-attr]
+    assert causal is not None
+    assert (causal.via, causal.depth, causal.event_id) == ("witness", 2, events["black market"].id)
+    assert causal.path == (events["black market"].id, events["unrest"].id, riot)
+    assert causal.boost == 1.0
+
+    # The published multiplicative form cannot lift it: its episodic score is near zero.
+    multiplicative = replace(
+        PRESETS["default"], name="mult", causal=CausalConfig(fusion="multiplicative")
+    )
+    worse = mem.peek("why did the riot break out?", query_embedding=QUESTION, crisis=riot,
+                     preset=multiplicative)  # fmt: skip
+    assert [h.record.id for h in worse].index(root) == 3  # below all three paraphrases
+
+
+def test_without_a_crisis_the_root_cause_stays_buried(mem: Memory, clock: SimClock) -> None:
+    events = _chain(mem, clock)
+    _symptoms(mem)
+    root = mem.remember("bread sold dear", event_id=events["black market"].id, embedding=v(5)).id
+    plain = mem.peek("q", query_embedding=QUESTION, preset="default")
+    assert [h.record.id for h in plain].index(root) == 3
+
+
+def _boost_with(weight: float) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        clock = SimClock(T0)
+        with Memory.open(Path(tmp) / "m.db", embedder=None, clock=clock) as mem:
+            events = _chain(mem, clock, weights=(1.0, weight, 1.0, 1.0))
+            mem.remember("saw it", event_id=events["rationing"].id, embedding=v(6))
+            hit = mem.peek("q", query_embedding=QUESTION, crisis=events["riot"].id,
+                           explain=True)[0]  # fmt: skip
+            return hit.breakdown.causal.boost  # type: ignore[union-attr]
+
+
+def test_edge_weights_matter() -> None:
+    strong, weak = _boost_with(1.0), _boost_with(0.1)
+    assert strong == pytest.approx(1.0)
+    assert weak == pytest.approx(0.1)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from([0.05, 0.2, 0.5, 0.9, 1.0]), min_size=4, max_size=4))
+def test_a_scope_fallback_event_is_weaker_than_every_true_ancestor(weights: list[float]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        clock = SimClock(T0)
+        with Memory.open(Path(tmp) / "m.db", embedder=None, clock=clock) as mem:
+            events = _chain(mem, clock, weights=tuple(weights))
+            crisis = events["riot"]
+            festival = mem.add_event(
+                "festival planned", scope="market", embedding=v(14),
+                occurred_at=crisis.occurred_at - timedelta(days=2),
+            )  # fmt: skip
+            fallback = mem.remember("festival", agent="f", event_id=festival.id, embedding=v(7)).id
+            witnesses = {
+                mem.remember(name, agent=name, event_id=e.id, embedding=v(7)).id: name
+                for name, e in events.items()
+                if name != "riot"
+            }
+            hits = mem.peek("q", query_embedding=QUESTION, crisis=crisis.id, k=20, explain=True)
+            boost = {h.record.id: h.breakdown.causal.boost for h in hits}  # type: ignore[union-attr]
+            parts = {h.record.id: h.breakdown.causal for h in hits}  # type: ignore[union-attr]
+            assert parts[fallback].fallback  # type: ignore[union-attr]
+            assert all(boost[fallback] < boost[w] for w in witnesses)
+
+
+def test_cosine_association_needs_the_threshold(mem: Memory, clock: SimClock) -> None:
+    events = _chain(mem, clock)
+    unrest = events["unrest"]  # axis 11
+    close = mem.remember("people muttering", agent="a", embedding=v(11, (2, 0.5))).id  # cos .894
+    far = mem.remember("people chatting", agent="b", embedding=v(11, (2, 1.5))).id  # cos .555
+    read = mem.peek("q", query_embedding=QUESTION, crisis=events["riot"].id, explain=True)
+    hits = {h.record.id: h for h in read}
+    near = hits[close].breakdown.causal  # type: ignore[union-attr]
+    assert near is not None
+    assert (near.via, near.event_id) == ("cosine", unrest.id)
+    assert near.association == pytest.approx(0.894, abs=1e-3)
+    assert hits[far].breakdown.causal.event_id is None  # type: ignore[union-attr]  # < 0.6
+
+
+def test_two_holders_of_the_same_text_are_one_hit(mem: Memory, clock: SimClock) -> None:
+    events = _chain(mem, clock)
+    for citizen in ("ada", "bo"):
+        mem.remember("The granary is empty", agent=citizen, event_id=events["rationing"].id,
+                     embedding=v(3))  # fmt: skip
+    hits = mem.peek("q", query_embedding=QUESTION, crisis=events["riot"].id)
+    assert len(hits) == 1
+    assert set(hits[0].holders) == {"ada", "bo"}
+
+
+def test_links_made_after_as_of_do_not_count(mem: Memory, clock: SimClock) -> None:
+    a = mem.add_event("cause", embedding=v(9))
+    b = mem.add_event("crisis", kind="crisis", embedding=v(10))
+    rid = mem.remember("witness", event_id=a.id, embedding=v(4)).id
+    before = clock.now()
+    clock.advance(days=1)
+    mem.link(a.id, b.id)
+    assert mem.ancestors(b.id, as_of=before) == []
+    then = mem.peek("q", query_embedding=QUESTION, crisis=b.id, as_of=before, explain=True)
+    now = mem.peek("q", query_embedding=QUESTION, crisis=b.id, explain=True)
+    assert [h.breakdown.causal.boost for h in then if h.record.id == rid] == [0.0]  # type: ignore[union-attr]
+    assert [h.breakdown.causal.boost for h in now if h.record.id == rid] == [1.0]  # type: ignore[union-attr]
+
+
+def test_auto_link_applies_the_threshold_and_the_window(mem: Memory, clock: SimClock) -> None:
+    old_close = mem.add_event("long ago, similar", embedding=v(1, (2, 0.3)))
+    clock.advance(days=40)
+    close = mem.add_event("no rain for months", embedding=v(1, (2, 0.2)))
+    clock.advance(days=1)
+    unrelated = mem.add_event("guild elected a treasurer", embedding=v(3))
+    clock.advance(days=1)
+    explicit = mem.add_event("wells ran dry", embedding=v(1, (2, 0.25)))
+    clock.advance(days=1)
+    drought = mem.add_event("drought destroyed the harvest", embedding=v(1))
+    mem.link(explicit.id, drought.id, 0.9)  # explicit: auto_link must not touch it
+    made = mem.auto_link(drought.id, window=timedelta(days=30), threshold=0.9)
+    assert [(x.cause, x.effect) for x in made] == [(close.id, drought.id)]
+    link = made[0]
+    assert link.provenance is Provenance.INFERRED
+    assert link.similarity == pytest.approx(0.98, abs=0.01)
+    assert link.weight == pytest.approx(0.5 * link.similarity)  # weaker than an explicit link
+    kept = {(x.cause, x.provenance) for x in mem.links()}
+    assert (explicit.id, Provenance.EXPLICIT) in kept
+    assert all(x.cause not in (unrelated.id, old_close.id, drought.id) for x in mem.links())
+    assert mem.auto_link(drought.id, window=timedelta(days=30), threshold=0.999) == []
+    # An explicit link replaces an inferred one; an inferred one never replaces an explicit one.
+    assert mem.link(close.id, drought.id, 0.7).provenance is Provenance.EXPLICIT
+    assert mem.auto_link(drought.id, window=timedelta(days=30), threshold=0.9) == []
+
+
+def test_bad_graph_input_is_refused(mem: Memory) -> None:
+    a = mem.add_event("a", embedding=v(1))
+    b = mem.add_event("b", embedding=v(2))
+    with pytest.raises(NotFoundError):
+        mem.link(a.id, "01ABCDEFGHJKMNPQRSTVWXYZ00")
+    with pytest.raises(InvalidInputError, match="itself"):
+        mem.link(a.id, a.id)
+    for weight in (0.0, -0.5, 1.5, float("nan")):
+        with pytest.raises(InvalidInputError):
+            mem.link(a.id, b.id, weight)
+    with pytest.raises(InvalidInputError):
+        mem.add_event("x", kind="party")
+    with pytest.raises(NotFoundError):
+        mem.remember("saw nothing", event_id="01ABCDEFGHJKMNPQRSTVWXYZ00")
+    with pytest.raises(NotFoundError):
+        mem.recall("q", crisis="01ABCDEFGHJKMNPQRSTVWXYZ00")
+    assert mem.links() == []
+    assert mem.stats()["records"] == 0
+
+
+def test_no_graph_means_plain_ranking_and_no_agents_means_no_memories(
+    mem: Memory, clock: SimClock
+) -> None:
+    crisis = mem.add_event("lonely crisis", kind="crisis", embedding=v(9))
+    for i in range(5):
+        mem.remember(f"r{i}", agent=f"a{i}", embedding=v(0, (1, i / 5)))
+    plain = [h.record.id for h in mem.peek("q", query_embedding=QUESTION, preset="default")]
+    causal = mem.peek("q", query_embedding=QUESTION, crisis=crisis.id, preset="default")
+    assert [h.record.id for h in causal] == plain
+    block = mem.context("what happened?", agents=[], crisis=crisis.id)
+    assert block.evidence == ()
+    assert "(no memories)" in block.text
+    assert "(no known causes)" in block.text
+
+
+def test_without_vectors_witness_links_and_lexical_relevance_still_work(
+    db_path: Path, clock: SimClock
+) -> None:
+    with Memory.open(db_path.with_name("plain.db"), embedder=None, clock=clock) as mem:
+        cause = mem.add_event("the dam cracked")
+        crisis = mem.add_event("the valley flooded", kind="crisis")
+        mem.link(cause.id, crisis.id)
+        witness = mem.remember("I heard a loud crack upstream", event_id=cause.id).id
+        mem.remember("water is in the streets of the valley")
+        hits = mem.peek("why is the valley flooded?", crisis=crisis.id, explain=True)
+        assert hits[0].record.id == witness
+        assert hits[0].breakdown.relevance_mode == "lexical"  # type: ignore[union-attr]
+        assert hits[0].breakdown.causal.via == "witness"  # type: ignore[union-attr]
+        with pytest.raises(Exception, match="vectors"):
+            mem.auto_link(crisis.id)
