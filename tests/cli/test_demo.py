@@ -11,7 +11,7 @@ from chronomem.cli.main import main
 pytestmark = pytest.mark.slow
 
 
-def test_demo_runs_and_shows_its_three_sections(
+def test_demo_runs_and_shows_its_sections(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "demo.db"
@@ -29,5 +29,13 @@ def test_demo_runs_and_shows_its_three_sections(
     january = "\n".join(section[section.index("package-lock.json") :].split("\n")[1:3])
     assert "Install packages with npm" in january
     assert "[superseded by" in january
+    town = out[out.index("5. A town of 40 citizens") :]
+    plain_riot = town[town.index("riot: plain similarity") : town.index("riot: TCMF")]
+    tcmf_riot = town[town.index("riot: TCMF") : town.index("plague: plain similarity")]
+    assert "tannery" not in plain_riot  # similarity alone misses the causes ...
+    assert "tannery" in tcmf_riot  # ... the causal graph lifts them
+    assert "granary gates" in tcmf_riot
+    assert "—1.00→ Riot in the market square" in tcmf_riot  # the proximate link, with weight
+    assert "[Kendrick, Lettice, Matilda]" in plain_riot  # one hit, every holder
     assert db.exists()
     assert main(["demo", "--db", str(db)]) == 1  # refuses to clobber without --fresh

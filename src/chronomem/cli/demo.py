@@ -5,6 +5,7 @@ SQLite file with the real embedding model.
 2. Close and reopen: access times and rankings are identical.
 3. A batch of questions scored on one snapshot vs touched one after another.
 4. Instructions that forget: supersede, push down, close, decay — without losing history.
+5. A town of 40 citizens and two causal chains: plain-similarity context vs TCMF context.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from chronomem.cli.civilization import run_civilization
 from chronomem.cli.main import format_hit
 from chronomem.clock import SimClock
 from chronomem.engine import Memory
@@ -202,6 +204,7 @@ def run_demo(*, db: str, fresh: bool, threads: int | None) -> int:
         "touches\n  change the next one's recency, as in the reference code."
     )
     _instructions_that_forget(path, embedder)
+    run_civilization(path, embedder, _title)
     print(f"\nDone. Inspect the store with:  chronomem stats --db {path} --no-embedder")
     print(f"                                 chronomem audit --db {path} --no-embedder")
     return 0

@@ -14,7 +14,7 @@ from enum import StrEnum
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Association", "Boost", "CausalEvent", "causal_boost"]
+__all__ = ["Association", "Boost", "CausalEvent", "association", "causal_boost", "event_matrix"]
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -46,13 +46,22 @@ class CausalEvent:
 
 @dataclass(frozen=True, slots=True)
 class Boost:
-    """Per row: the boost, which causal event gave it (-1: none), the association value and
-    whether it came from a witness link."""
+    """Per row, the boost; :meth:`event` tells which causal event gave it (for explanations).
+
+    ``parts`` keeps each agent part's ``(rows, events)`` contribution matrix and ``offsets``
+    where each part starts.
+    """
 
     value: F64
-    event: npt.NDArray[np.intp]
-    association: F64
-    witness: npt.NDArray[np.bool_]
+    parts: tuple[F32, ...]
+    offsets: npt.NDArray[np.intp]
+
+    def event(self, row: int) -> int:
+        """Index of the causal event that gave ``row`` its boost, or -1."""
+        if self.value[row] <= 0.0:
+            return -1
+        part = int(np.searchsorted(self.offsets, row, side="right")) - 1
+        return int(np.argmax(self.parts[part][row - int(self.offsets[part])]))
 
 
 def _unit(vectors: F32) -> F32:
@@ -61,9 +70,21 @@ def _unit(vectors: F32) -> F32:
     return out
 
 
+def event_matrix(events: list[CausalEvent]) -> F32 | None:
+    """The events' unit vectors as a ``(dim, m)`` matrix (zero columns for events without a
+    vector), or ``None`` when no event has one or their dimensions disagree."""
+    dims = {e.vector.shape[0] for e in events if e.vector is not None}
+    if len(dims) != 1:
+        return None
+    raw = np.zeros((len(events), dims.pop()), dtype=np.float32)
+    for j, e in enumerate(events):
+        if e.vector is not None:
+            raw[j] = e.vector
+    return np.ascontiguousarray(_unit(raw).T)
+
+
 def causal_boost(
-    embeddings: list[F32 | None],
-    has_embedding: list[npt.NDArray[np.bool_]],
+    cosines: list[F32 | None],
     event_keys: list[I64],
     events: list[CausalEvent],
     *,
@@ -71,48 +92,43 @@ def causal_boost(
 ) -> Boost:
     """The boost of every row of every agent part (parts concatenated in order).
 
-    ``embeddings[i]`` holds the unit vectors of part ``i`` (``None`` when it has none);
-    ``event_keys[i]`` the witnessed-event keys (0: none).
+    ``cosines[i]`` is part ``i``'s ``(rows, events)`` cosine matrix — its unit vectors times
+    :func:`event_matrix` — or ``None`` when it cannot be computed (no vectors); it is modified
+    in place. ``event_keys[i]`` holds the witnessed-event keys (0: none). ``threshold`` must be
+    positive, so zero vectors never associate.
     """
     sizes = [k.shape[0] for k in event_keys]
     n = int(sum(sizes))
+    offsets = np.concatenate(([0], np.cumsum(sizes, dtype=np.intp))).astype(np.intp)
     if n == 0 or not events:
-        return Boost(
-            np.zeros(n), np.full(n, -1, dtype=np.intp), np.zeros(n), np.zeros(n, dtype=np.bool_)
-        )
-    m = len(events)
-    effective = np.asarray([e.effective for e in events], dtype=np.float64)
+        return Boost(np.zeros(n), (), offsets)
+    effective = np.asarray([e.effective for e in events], dtype=np.float32)
     keys = np.asarray([e.key for e in events], dtype=np.int64)
-    dims = {e.vector.shape[0] for e in events if e.vector is not None}
-    matrix = None
-    if len(dims) == 1:
-        d = dims.pop()
-        raw = np.zeros((m, d), dtype=np.float32)
-        for j, e in enumerate(events):
-            if e.vector is not None:
-                raw[j] = e.vector
-        matrix = _unit(raw)
-        has_vector = np.asarray([e.vector is not None for e in events])
-    values, best, assoc, witness = [], [], [], []
-    for emb, has, rows_keys in zip(embeddings, has_embedding, event_keys, strict=True):
+    values, parts = [], []
+    for contribution, rows_keys in zip(cosines, event_keys, strict=True):
         rows = rows_keys.shape[0]
-        association = np.zeros((rows, m), dtype=np.float64)
-        if matrix is not None and emb is not None and emb.shape[1] == matrix.shape[1]:
-            sims = (emb[:rows] @ matrix.T).astype(np.float64)
-            ok = (sims >= threshold) & has[:rows, None] & has_vector[None, :]
-            association = np.where(ok, sims, 0.0)
-        witnessed = rows_keys[:, None] == keys[None, :]
-        association = np.where(witnessed, 1.0, association)
-        contribution = association * effective[None, :]
-        top = np.argmax(contribution, axis=1)
-        picked = contribution[np.arange(rows), top]
-        values.append(picked)
-        best.append(np.where(picked > 0.0, top, -1))
-        assoc.append(association[np.arange(rows), top])
-        witness.append(witnessed[np.arange(rows), top] & (picked > 0.0))
-    return Boost(
-        np.concatenate(values),
-        np.concatenate(best).astype(np.intp),
-        np.concatenate(assoc),
-        np.concatenate(witness),
-    )
+        if contribution is not None:
+            np.multiply(contribution, contribution >= threshold, out=contribution)
+            contribution *= effective
+        else:
+            contribution = np.zeros((rows, len(events)), dtype=np.float32)
+        witnesses = np.flatnonzero(rows_keys)
+        if witnesses.size:
+            witnessed = rows_keys[witnesses, None] == keys[None, :]
+            contribution[witnesses] = np.where(witnessed, effective, contribution[witnesses])
+        values.append(contribution.max(axis=1).astype(np.float64))
+        parts.append(contribution)
+    return Boost(np.concatenate(values), tuple(parts), offsets)
+
+
+def association(
+    vector: F32 | None, event_id: str | None, event: CausalEvent, *, threshold: float
+) -> tuple[float, Association | None]:
+    """One record's association with one causal event, for explanations."""
+    if event_id is not None and event_id == event.event_id:
+        return 1.0, Association.WITNESS
+    if vector is None or event.vector is None or vector.shape != event.vector.shape:
+        return 0.0, None
+    norm = float(np.linalg.norm(vector) * np.linalg.norm(event.vector))
+    cosine = float(np.dot(vector, event.vector)) / norm if norm else 0.0
+    return (cosine, Association.COSINE) if cosine >= threshold else (0.0, None)

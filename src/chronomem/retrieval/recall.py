@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from chronomem.clock import to_micros
 from chronomem.config import ScoringConfig
-from chronomem.graph.boost import Boost, CausalEvent, causal_boost
+from chronomem.graph.boost import Boost, CausalEvent, association, causal_boost, event_matrix
 from chronomem.lifecycle.rules import decay_factor, feedback_factor
 from chronomem.model.event import Event
 from chronomem.model.record import Breakdown, CausalPart, Hit, Kind, Record
@@ -177,16 +177,34 @@ def _lifecycle(cols: Columns, q: Query) -> _Lifecycle:
     return _Lifecycle(decay, feedback)
 
 
-def _dense(cols: Columns, vector: F32 | None) -> F64 | None:
-    if vector is None:
-        return None
-    parts: list[F64] = []
+def _similarities(
+    cols: Columns, vector: F32 | None, crisis: Crisis | None
+) -> tuple[F64 | None, list[F32 | None]]:
+    """The query cosines (``None`` without a query vector) and, for a crisis read, each part's
+    record × causal-event cosines — from one pass over each agent's vectors: ``E @ [q | M]``."""
+    events = event_matrix(list(crisis.events)) if crisis is not None and crisis.events else None
+    dense_parts: list[F64] = []
+    event_parts: list[F32 | None] = []
     for a in cols.arrays:
-        if a.emb is None or a.dim != vector.shape[0]:
-            parts.append(np.zeros(a.n, dtype=np.float64))
+        emb = None if a.emb is None else a.emb[: a.n]
+        q = vector if emb is not None and vector is not None and a.dim == vector.shape[0] else None
+        m = events if emb is not None and events is not None and a.dim == events.shape[0] else None
+        if emb is not None and q is not None and m is None:  # the common case: a GEMV
+            dense_parts.append((emb @ q).astype(np.float64))
+            event_parts.append(None)
+            continue
+        blocks = [x for x in (None if q is None else q[:, None], m) if x is not None]
+        both = emb @ np.hstack(blocks) if emb is not None and blocks else None
+        if both is not None and q is not None:
+            dense_parts.append(both[:, 0].astype(np.float64))
+            both = both[:, 1:]
         else:
-            parts.append((a.emb[: a.n] @ vector).astype(np.float64))
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+            dense_parts.append(np.zeros(a.n, dtype=np.float64))
+        event_parts.append(None if both is None or m is None else np.ascontiguousarray(both))
+    if vector is None:
+        return None, event_parts
+    dense = dense_parts[0] if len(dense_parts) == 1 else np.concatenate(dense_parts)
+    return dense, event_parts
 
 
 def _lexical(store: MemoryStore, space: str, cols: Columns, text: str) -> F64:
@@ -228,29 +246,32 @@ def _select(
     return groups
 
 
-def _boost(cols: Columns, crisis: Crisis) -> Boost:
+def _boost(cols: Columns, crisis: Crisis, cosines: list[F32 | None] | None = None) -> Boost:
+    if cosines is None:
+        cosines = _similarities(cols, None, crisis)[1]
     return causal_boost(
-        [None if a.emb is None else a.emb[: a.n] for a in cols.arrays],
-        [a.has_embedding[: a.n] for a in cols.arrays],
-        [a.event_keys() for a in cols.arrays],
-        list(crisis.events),
+        cosines, [a.event_keys() for a in cols.arrays], list(crisis.events),
         threshold=crisis.threshold,
-    )
+    )  # fmt: skip
 
 
-def _causal_part(boost: Boost, crisis: Crisis, row: int, q: Query) -> CausalPart:
+def _causal_part(cols: Columns, boost: Boost, crisis: Crisis, row: int, q: Query) -> CausalPart:
     causal = q.config.causal
-    j = int(boost.event[row])
+    j = boost.event(row)
     if j < 0:
         return CausalPart(boost=0.0, fusion=causal.fusion.value, weight=causal.weight)
     event = crisis.events[j]
+    part = int(np.searchsorted(cols.offsets, row, side="right")) - 1
+    arrays, local = cols.arrays[part], row - int(cols.offsets[part])
+    vector = None if arrays.emb is None else arrays.emb[local]
+    value, via = association(vector, arrays.event_ids[local], event, threshold=crisis.threshold)
     return CausalPart(
         boost=float(boost.value[row]),
         fusion=causal.fusion.value,
         weight=causal.weight,
         event_id=event.event_id,
-        association=float(boost.association[row]),
-        via="witness" if boost.witness[row] else "cosine",
+        association=value,
+        via=None if via is None else via.value,
         depth=event.depth or None,
         path_strength=event.strength,
         effective_strength=event.effective,
@@ -260,7 +281,7 @@ def _causal_part(boost: Boost, crisis: Crisis, row: int, q: Query) -> CausalPart
 
 
 def _breakdown(
-    scores: Scores, life: _Lifecycle, boost: Boost | None, row: int, q: Query
+    cols: Columns, scores: Scores, life: _Lifecycle, boost: Boost | None, row: int, q: Query
 ) -> Breakdown:
     c = q.config
     parts = scores.components(row)
@@ -281,7 +302,9 @@ def _breakdown(
         episodic=parts.episodic,
         factors=life.at(row),
         final=parts.final,
-        causal=None if boost is None or q.crisis is None else _causal_part(boost, q.crisis, row, q),
+        causal=None
+        if boost is None or q.crisis is None
+        else _causal_part(cols, boost, q.crisis, row, q),
     )
 
 
@@ -299,10 +322,10 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
         mask = _visible(cols, q)
         if mask is not None and not mask.any():
             return []
-        dense = _dense(cols, q.vector)
+        dense, event_cosines = _similarities(cols, q.vector, q.crisis)
         needs_lexical = dense is None or q.config.relevance.value != "dense"
         life = _lifecycle(cols, q)
-        boost = None if q.crisis is None else _boost(cols, q.crisis)
+        boost = None if q.crisis is None else _boost(cols, q.crisis, event_cosines)
         recorded_at: I64 = cols.cat("recorded_at")
         ids: npt.NDArray[np.str_] = cols.cat("ids")
         candidates = Candidates(
@@ -327,7 +350,9 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             Hit(
                 record=members[0],
                 score=float(scores.final[group[0]]),
-                breakdown=_breakdown(scores, life, boost, int(group[0]), q) if q.explain else None,
+                breakdown=_breakdown(cols, scores, life, boost, int(group[0]), q)
+                if q.explain
+                else None,
                 holders=tuple(m.agent for m in members),
                 record_ids=tuple(m.id for m in members),
             )
