@@ -153,3 +153,30 @@ def test_lifecycle_verbs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert actions[0] == "supersede"
     assert {"feedback", "verify", "close", "purge"} <= set(actions)
     assert json.loads(out)[0]["actor"] == "ana"
+
+
+def test_graph_verbs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    common = ("--db", str(tmp_path / "graph.db"), "--no-embedder")
+    _, out, _ = run(capsys, "event", "the dam cracked", "--occurred-at", "2024-03-01T00:00:00Z",
+                    *common)  # fmt: skip
+    dam = out.strip()
+    _, out, _ = run(capsys, "event", "the valley flooded", "--kind", "crisis", *common)
+    flood = out.strip()
+    assert run(capsys, "link", dam, flood, "--weight", "0.8", *common)[0] == 0
+    code, _, err = run(capsys, "link", dam, dam, *common)
+    assert code == 1
+    assert "cannot cause itself" in err
+    _, out, _ = run(capsys, "ancestors", flood, "--json", *common)
+    ancestors = json.loads(out)
+    assert [(a["event"]["id"], a["depth"], a["strength"]) for a in ancestors] == [(dam, 1, 0.8)]
+    run(capsys, "remember", "I heard a loud crack upstream", "--agent", "miller", *common)
+    _, out, _ = run(capsys, "context", "why is the valley flooded?", "--crisis", flood,
+                    "--no-touch", *common)  # fmt: skip
+    assert "Causal chain (root → crisis" in out
+    assert "the dam cracked (2024-03-01) —0.80→ the valley flooded" in out
+    _, out, _ = run(capsys, "context", "--crisis", flood, "--json", "--no-touch", *common)
+    assert json.loads(out)["question"] == "the valley flooded"
+    _, out, _ = run(capsys, "recall", "crack", "--crisis", flood, "--explain", "--no-touch",
+                    *common)  # fmt: skip
+    assert "I heard a loud crack upstream" in out
+    assert run(capsys, "link", dam, flood, "--remove", *common)[1].strip() == "removed"
