@@ -29,6 +29,7 @@ __all__ = [
     "Draft",
     "build_drafts",
     "metadata_dict",
+    "optional_instant",
     "require_text",
     "string_tuple",
     "to_enum",
@@ -76,7 +77,7 @@ def require_text(value: object, name: str) -> str:
     return value
 
 
-def _optional_instant(value: object, name: str) -> datetime | None:
+def optional_instant(value: object, name: str) -> datetime | None:
     return None if value is None else require_aware(value, name)
 
 
@@ -141,13 +142,13 @@ def _draft(
     agent = require_text(item.get("agent", "default"), "agent")
     kind = to_enum(Kind, item.get("kind", Kind.OBSERVATION), "kind")
     importance = _importance(item.get("importance", DEFAULT_IMPORTANCE))
-    occurred_at = _optional_instant(item.get("occurred_at"), "occurred_at") or now
+    occurred_at = optional_instant(item.get("occurred_at"), "occurred_at") or now
     supersedes = tuple(dict.fromkeys(string_tuple(item.get("supersedes", ()), "supersedes")))
-    valid_from = _optional_instant(item.get("valid_from"), "valid_from")
+    valid_from = optional_instant(item.get("valid_from"), "valid_from")
     if supersedes and valid_from is None:
         # A replacement applies from when it happened: the closed records' windows end there.
         valid_from = occurred_at
-    valid_until = _optional_instant(item.get("valid_until"), "valid_until")
+    valid_until = optional_instant(item.get("valid_until"), "valid_until")
     if valid_from and valid_until and valid_until <= valid_from:
         raise InvalidInputError("valid_until must be after valid_from", field="valid_until")
     domain = item.get("domain")

@@ -1,0 +1,232 @@
+"""Writes (DESIGN §3): validation, batched embedding, supersession and the write gate in one
+transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from chronomem.clock import require_aware, to_micros
+from chronomem.engine.base import _Base
+from chronomem.errors import (
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+)
+from chronomem.lifecycle.rules import plan_closures
+from chronomem.model.audit import AuditEntry
+from chronomem.model.record import Kind, Sensitivity, WriteResult
+from chronomem.retrieval.gate import find_duplicate, same_batch_duplicate
+from chronomem.stores.base import StoredRecord
+from chronomem.writes import (
+    REMEMBER_FIELDS,
+    Draft,
+    build_drafts,
+)
+
+
+class _Writing(_Base):
+    # -- writes ---------------------------------------------------------------------------
+    def remember(
+        self,
+        text: str,
+        *,
+        agent: str = "default",
+        kind: Kind | str = Kind.OBSERVATION,
+        importance: float | None = None,
+        occurred_at: datetime | None = None,
+        valid_from: datetime | None = None,
+        valid_until: datetime | None = None,
+        domain: str | None = None,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        evidence: Sequence[str] = (),
+        event_id: str | None = None,
+        supersedes: Sequence[str] = (),
+        sensitivity: Sensitivity | str = Sensitivity.NORMAL,
+        embedding: Sequence[float] | npt.NDArray[np.floating[Any]] | None = None,
+        actor: str | None = None,
+    ) -> WriteResult:
+        """Store one record (DESIGN §3) and return a :class:`WriteResult`.
+
+        ``recorded_at`` and the initial ``last_accessed_at`` are the clock's now; ``occurred_at``
+        (world time) defaults to it. ``importance`` is 1..10; when omitted it is
+        :data:`DEFAULT_IMPORTANCE`. ``embedding`` supplies the vector instead of the embedder;
+        with ``embedder=None`` the first vector fixes the store's dimension.
+
+        ``supersedes`` names open records this one replaces: they are closed in the same
+        transaction (see :meth:`supersede`). A fact or instruction that nearly duplicates an open
+        one of the same agent and domain is not stored (``stored=False``, ``duplicate_of``) unless
+        it supersedes something; see :class:`~chronomem.config.WriteGate`.
+
+        Raises:
+            InvalidInputError: bad input; nothing is written.
+            NotFoundError: an evidence or superseded id does not exist in this space.
+            ConflictError: a superseded record is already closed.
+        """
+        item = {
+            "text": text,
+            "agent": agent,
+            "kind": kind,
+            "importance": importance,
+            "occurred_at": occurred_at,
+            "valid_from": valid_from,
+            "valid_until": valid_until,
+            "domain": domain,
+            "tags": tags,
+            "metadata": metadata,
+            "evidence": evidence,
+            "event_id": event_id,
+            "supersedes": supersedes,
+            "sensitivity": sensitivity,
+            "embedding": embedding,
+        }
+        return self.remember_many([item], actor=actor)[0]
+
+    def remember_many(
+        self,
+        items: Iterable[str | Mapping[str, Any]],
+        *,
+        progress: bool = False,
+        actor: str | None = None,
+        **defaults: Any,
+    ) -> list[WriteResult]:
+        """Store many records in one transaction, embedding them in batches.
+
+        Each item is a text or a mapping with the keyword arguments of :meth:`remember`;
+        ``defaults`` (e.g. ``agent="isabella"``) apply to every item that does not set them.
+        Evidence may cite records earlier in the same batch. All or nothing: on any invalid
+        item, nothing is written and the error names the item's position. Items the write gate
+        rejects come back with ``stored=False``; the others are stored.
+        """
+        unknown = set(defaults) - REMEMBER_FIELDS
+        if unknown:
+            raise InvalidInputError(f"unknown field(s) for remember: {sorted(unknown)}")
+        batch = [
+            {
+                **defaults,
+                **{
+                    k: v
+                    for k, v in ({"text": raw} if isinstance(raw, str) else raw).items()
+                    if v is not None
+                },
+            }
+            for raw in items
+        ]
+        return self._write(batch, progress=progress, actor=actor, reason=None)
+
+    def _write(
+        self,
+        batch: list[dict[str, Any]],
+        *,
+        progress: bool,
+        actor: str | None,
+        reason: str | None,
+    ) -> list[WriteResult]:
+        with self._lock:
+            self._require_open()
+            now = require_aware(self._clock.now(), "clock.now()")
+            cited = sorted({e for item in batch for e in item.get("evidence", ())})
+            depths = {r.id: r.depth for r in self._store.get_records(self._space, cited)}
+            drafts = build_drafts(
+                batch, now=now, space=self._space, dim=self._meta.dim, ids=self._ids, depths=depths
+            )
+            witnessed = sorted({d.record.event_id for d in drafts if d.record.event_id})
+            known = {e.id for e in self._store.get_events(self._space, witnessed)}
+            for event_id in witnessed:
+                if event_id not in known:
+                    raise NotFoundError(
+                        f"event {event_id!r} does not exist in space {self._space!r}",
+                        record_id=event_id,
+                    )
+            drafts = self._embed_missing(drafts, progress=progress)
+            with self._store.write():
+                return self._store_drafts(drafts, now=now, actor=actor, reason=reason)
+
+    def _embed_missing(self, drafts: list[Draft], *, progress: bool) -> list[Draft]:
+        """Fill in vectors with the embedder (one batched call) and fix the store's dimension."""
+        missing = [i for i, d in enumerate(drafts) if d.embedding is None]
+        if self._embedder is not None and missing:
+            texts = [drafts[i].record.text for i in missing]
+            vectors = self._embedder.embed(texts, progress=progress)
+            drafts = list(drafts)
+            for i, vector in zip(missing, vectors, strict=True):
+                record = replace(drafts[i].record, has_embedding=True)
+                drafts[i] = Draft(record, np.asarray(vector, np.float32), drafts[i].supersedes)
+        given = [d.embedding for d in drafts if d.embedding is not None]
+        if given:
+            self._fix_dim(int(given[0].shape[0]))
+        return drafts
+
+    def _store_drafts(
+        self, drafts: list[Draft], *, now: datetime, actor: str | None, reason: str | None
+    ) -> list[WriteResult]:
+        """Inside a write transaction: close what the drafts supersede, apply the write gate,
+        insert the rest, audit."""
+        named = [old for d in drafts for old in d.supersedes]
+        if len(named) != len(set(named)):
+            raise ConflictError("a record is superseded twice in one batch")
+        old = {r.id: r for r in self._store.get_records(self._space, named)}
+        closures, entries = [], []
+        for d in drafts:
+            if not d.supersedes:
+                continue
+            missing = [i for i in d.supersedes if i not in old]
+            if missing:
+                raise NotFoundError(
+                    f"cannot supersede {missing[0]!r}: no such record in space {self._space!r}",
+                    record_id=missing[0],
+                )
+            plans = plan_closures(
+                [old[i] for i in d.supersedes], at=now, successor=d.record, reason=reason
+            )
+            closures += plans
+            entries += [
+                AuditEntry(seq=0, at=now, action="supersede", record_id=p.record_id, actor=actor,
+                           reason=reason, detail={"by": d.record.id})
+                for p in plans
+            ]  # fmt: skip
+        results: list[WriteResult] = []
+        accepted: list[Draft] = []
+        threshold = self._gate.threshold(self._meta.model)
+        for d in drafts:
+            duplicate = None
+            if not d.supersedes and d.record.kind in self._gate.kinds:
+                earlier = [
+                    (a.record, a.embedding) for a in accepted if a.record.kind in self._gate.kinds
+                ]
+                duplicate = same_batch_duplicate(
+                    earlier, d.record, d.embedding, threshold
+                ) or find_duplicate(
+                    self._index.arrays([d.record.agent])[0],
+                    d.record,
+                    d.embedding,
+                    gate=self._gate,
+                    threshold=threshold,
+                    as_of_us=to_micros(now),
+                )
+            if duplicate is not None:
+                results.append(
+                    WriteResult(
+                        stored=False,
+                        id=None,
+                        reason=f"near-duplicate of {duplicate.record_id} "
+                        f"(cosine {duplicate.similarity:.3f} >= {threshold})",
+                        duplicate_of=duplicate.record_id,
+                    )
+                )
+                continue
+            accepted.append(d)
+            results.append(WriteResult(stored=True, id=d.record.id))
+        self._store.insert_records(
+            self._space, [StoredRecord(record=d.record, embedding=d.embedding) for d in accepted]
+        )
+        self._store.close_records(self._space, closures)
+        if entries:
+            self._store.append_audit(self._space, entries)
+        return results
