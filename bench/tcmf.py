@@ -26,6 +26,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine
 from chronomem import Memory, SimClock
+from chronomem.retrieval.crisis import build_crisis
+from chronomem.retrieval.recall import Crisis
 
 AGENTS, PER_AGENT, DIM, K = 40, 500, 384, 10
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -75,11 +77,18 @@ def build(path: Path, rng: np.random.Generator) -> tuple[Memory, str]:
     return mem, chain[-1].id
 
 
+def _situation(mem: Memory, crisis: str) -> Crisis:
+    return build_crisis(
+        mem.store, mem.space, mem.get_event(crisis), mem.clock.now(), mem.preset.causal,
+        mem.store.embedding_meta().model,
+    )  # fmt: skip
+
+
 def loop_boost(mem: Memory, crisis: str) -> np.ndarray:
     """The same boost with a Python loop per record and per causal event."""
     from chronomem.retrieval.recall import columns
 
-    situation = mem._crisis(crisis, mem.clock.now(), mem.preset)
+    situation = _situation(mem, crisis)
     cols = columns(mem._index.arrays(tuple(mem.agents())))
     out = []
     for a in cols.arrays:
@@ -103,7 +112,7 @@ def loop_boost(mem: Memory, crisis: str) -> np.ndarray:
 def vector_boost(mem: Memory, crisis: str) -> np.ndarray:
     from chronomem.retrieval.recall import _boost, columns
 
-    situation = mem._crisis(crisis, mem.clock.now(), mem.preset)
+    situation = _situation(mem, crisis)
     cols = columns(mem._index.arrays(tuple(mem.agents())))
     return _boost(cols, situation).value
 
