@@ -33,9 +33,11 @@ check: lint test
 
 bench: $(STAMP)
 	$(PY) bench/recall_scaling.py
+	$(PY) bench/tcmf.py
 
 bench-full: $(STAMP)
 	$(PY) bench/recall_scaling.py --million
+	$(PY) bench/tcmf.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo.chronomem.db*
