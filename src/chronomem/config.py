@@ -25,6 +25,7 @@ __all__ = [
     "LifecycleConfig",
     "Normalisation",
     "RecencyMode",
+    "ReflectionConfig",
     "RelevanceMode",
     "ScoringConfig",
     "WriteGate",
@@ -187,6 +188,44 @@ class WriteGate:
         if model_id is None:
             return self.default_threshold
         return self.thresholds.get(model_id, self.default_threshold)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReflectionConfig:
+    """When and how an agent reflects (DESIGN §5, Park et al. 2023 §4.2).
+
+    Attributes:
+        threshold: reflect once the importance of the agent's new records (everything but
+            reflections) sums to this (the paper: 150). The sum is stored, so restarts keep it.
+        recent: how many of the agent's most recent records the focal questions are asked about.
+        questions: focal questions asked for (the paper: 3).
+        insights: insights asked for per question (the paper: 5).
+        evidence_k: records retrieved as evidence per question.
+        attempts: answers a question or insight step may take before reflection gives up.
+        touch: whether evidence retrieval touches what it returns (the paper's code does).
+        auto: reflect automatically when a write brings an agent over the threshold (needs an
+            LLM configured on the Memory); a failure then warns and leaves the sum for next time.
+        weak_support: an insight whose mean cosine to its cited records is below this is marked
+            ``weak_support`` in its metadata (only when vectors exist).
+    """
+
+    threshold: float = 150.0
+    recent: int = 100
+    questions: int = 3
+    insights: int = 5
+    evidence_k: int = 15
+    attempts: int = 3
+    touch: bool = False
+    auto: bool = False
+    weak_support: float = 0.25
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.threshold) and self.threshold > 0):
+            raise ConfigError("reflection threshold must be positive")
+        for name in ("recent", "questions", "insights", "evidence_k", "attempts"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"reflection {name} must be a positive integer; got {value!r}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,7 +14,11 @@
     ├── EmbedderError              the embedder failed or is unavailable
     │   └── EmbedderMismatchError  a store opened with a different embedder than it was built with
     └── LLMError                   an LLM call failed; never mistaken for model output
-        └── CitationError          an LLM answer cites evidence that does not validate
+        ├── LLMHTTPError           the endpoint answered with an error status (``err.status``)
+        ├── LLMTimeoutError        no answer within the timeout
+        ├── LLMResponseError       an answer that is not a usable completion (bad JSON, no text)
+        ├── CitationError          an LLM answer cites evidence that does not validate
+        └── ReflectionError        reflection gave up after its retries; nothing was stored
 
 Errors carry structured context as attributes (``err.record_id``, ``err.expected``) and a message a
 user can act on. Backend exceptions (``sqlite3``, HTTP clients) are translated once, inside the
@@ -100,5 +104,31 @@ class LLMError(ChronomemError):
     """An LLM call failed (transport, status, timeout, or an answer that cannot be used)."""
 
 
+class LLMHTTPError(LLMError):
+    """The LLM endpoint answered with an HTTP error status."""
+
+    def __init__(self, message: str, *, status: int, body: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class LLMTimeoutError(LLMError):
+    """The LLM endpoint did not answer within the timeout."""
+
+
+class LLMResponseError(LLMError):
+    """The endpoint answered, but not with a usable completion."""
+
+
 class CitationError(LLMError):
     """An LLM answer cites evidence that is out of range, missing, or invisible."""
+
+
+class ReflectionError(LLMError):
+    """Reflection gave up: the model's answers stayed invalid after every retry (``err.reasons``
+    lists what was wrong each time), or the model could not be reached. Nothing was stored."""
+
+    def __init__(self, message: str, *, reasons: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.reasons = reasons

@@ -35,7 +35,7 @@ __all__ = [
     "to_enum",
 ]
 
-#: Importance given to a record written without one, until an importance scorer is configured.
+#: A placeholder importance for drafts written without one, replaced by the configured scorer.
 DEFAULT_IMPORTANCE = 5.0
 
 REMEMBER_FIELDS = frozenset(
@@ -64,11 +64,13 @@ _E = TypeVar("_E", Kind, Sensitivity, EventKind, Provenance)
 
 @dataclass(frozen=True, slots=True)
 class Draft:
-    """A validated record before it is stored; ``supersedes`` names the records it closes."""
+    """A validated record before it is stored; ``supersedes`` names the records it closes;
+    ``needs_importance`` marks a record written without importance (the scorer fills it in)."""
 
     record: Record
     embedding: F32 | None
     supersedes: tuple[str, ...]
+    needs_importance: bool = False
 
 
 def require_text(value: object, name: str) -> str:
@@ -141,7 +143,8 @@ def _draft(
     text = require_text(item.get("text"), "text")
     agent = require_text(item.get("agent", "default"), "agent")
     kind = to_enum(Kind, item.get("kind", Kind.OBSERVATION), "kind")
-    importance = _importance(item.get("importance", DEFAULT_IMPORTANCE))
+    needs_importance = item.get("importance") is None
+    importance = DEFAULT_IMPORTANCE if needs_importance else _importance(item["importance"])
     occurred_at = optional_instant(item.get("occurred_at"), "occurred_at") or now
     supersedes = tuple(dict.fromkeys(string_tuple(item.get("supersedes", ()), "supersedes")))
     valid_from = optional_instant(item.get("valid_from"), "valid_from")
@@ -188,7 +191,7 @@ def _draft(
         sensitivity=to_enum(Sensitivity, item.get("sensitivity", "normal"), "sensitivity"),
         has_embedding=vector is not None,
     )
-    return Draft(record, vector, supersedes)
+    return Draft(record, vector, supersedes, needs_importance)
 
 
 def build_drafts(

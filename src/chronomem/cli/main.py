@@ -352,6 +352,11 @@ def _cmd_export(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def _cmd_import(args: argparse.Namespace, cfg: Settings) -> int:
+    if args.format == "generative-agents":
+        with _open(cfg) as mem:
+            ga = mem.import_generative_agents(args.path, agent=args.agent, progress=True)
+        print(ga.summary())
+        return 0
     with _open(cfg) as mem:
         report = mem.import_(args.path)
     print(f"imported {report.records} records from {report.path}")
@@ -519,8 +524,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path")
     p.set_defaults(func=_cmd_export)
 
-    p = sub.add_parser("import", parents=[common], help="load a JSONL archive (ids preserved)")
-    p.add_argument("path")
+    p = sub.add_parser(
+        "import", parents=[common], help="load a JSONL archive, or another system's memories"
+    )
+    p.add_argument("path", help="the archive, or (generative-agents) the persona folder")
+    p.add_argument(
+        "--format",
+        choices=["chronomem", "generative-agents"],
+        default="chronomem",
+        help="chronomem JSONL (default) or a Generative Agents persona's associative_memory",
+    )
+    p.add_argument("--agent", help="generative-agents: import as this agent (default: its name)")
     p.set_defaults(func=_cmd_import)
 
     p = sub.add_parser("stats", parents=[common], help="counts, store and embedder")

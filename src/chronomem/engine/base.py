@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from chronomem.archive import ImportReport, export_space, import_space
 from chronomem.clock import Clock, SystemClock
-from chronomem.config import ScoringConfig, WriteGate, resolve_preset
+from chronomem.config import ReflectionConfig, ScoringConfig, WriteGate, resolve_preset
 from chronomem.embedders.base import Embedder
 from chronomem.errors import (
     ConfigError,
@@ -24,10 +24,12 @@ from chronomem.errors import (
     NotFoundError,
     StoreError,
 )
+from chronomem.llm.base import LLMClient
 from chronomem.model.audit import AuditEntry
 from chronomem.model.event import Event
 from chronomem.model.ids import IdFactory
 from chronomem.model.record import Record
+from chronomem.reflection.importance import HeuristicImportance, ImportanceScorer
 from chronomem.retrieval.index import SpaceIndex
 from chronomem.stores.base import EmbeddingMeta, MemoryStore
 from chronomem.stores.sqlite import SQLiteStore
@@ -76,9 +78,15 @@ class _Base:
         preset: ScoringConfig,
         space: str,
         write_gate: WriteGate | None = None,
+        importance: ImportanceScorer | None = None,
+        llm: LLMClient | None = None,
+        reflection: ReflectionConfig | None = None,
     ) -> None:
         self._store = store
         self._gate = write_gate or WriteGate()
+        self._importance: ImportanceScorer = importance or HeuristicImportance()
+        self._llm = llm
+        self._reflection = reflection or ReflectionConfig()
         self._embedder = embedder
         self._clock = clock
         self._preset = preset
@@ -100,6 +108,9 @@ class _Base:
         space: str = "default",
         synchronous: str = "FULL",
         write_gate: WriteGate | None = None,
+        importance: ImportanceScorer | None = None,
+        llm: LLMClient | None = None,
+        reflection: ReflectionConfig | None = None,
     ) -> Self:
         """Open (or create) a store.
 
@@ -114,6 +125,11 @@ class _Base:
             synchronous: SQLite durability, ``"FULL"`` (default) or ``"NORMAL"``.
             write_gate: the near-duplicate gate for facts and instructions (default
                 :class:`~chronomem.config.WriteGate`).
+            importance: scores records written without importance (default
+                :class:`~chronomem.reflection.importance.HeuristicImportance`; or
+                :class:`~chronomem.reflection.importance.LLMImportance`).
+            llm: the model reflection uses when a call does not pass one.
+            reflection: when and how to reflect (:class:`~chronomem.config.ReflectionConfig`).
 
         Raises:
             ConfigError: unknown preset, or the default embedder's extra is missing.
@@ -133,6 +149,9 @@ class _Base:
                 preset=config,
                 space=space,
                 write_gate=write_gate,
+                importance=importance,
+                llm=llm,
+                reflection=reflection,
             )
         except BaseException:
             store.close()

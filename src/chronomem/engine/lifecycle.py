@@ -107,6 +107,7 @@ class _Lifecycle(_Reading):
                     [record], at=now, successor=None, reason=reason, valid_until=until
                 )
                 self._store.close_records(self._space, plans)
+                self._store.flag_evidence(self._space, [record_id], EvidenceStatus.SUPERSEDED.value)
                 self._audit(now, "close", record_id, actor, reason)
             return self.get(record_id)
 

@@ -7,12 +7,12 @@ are grouped by concept in the modules of this package; :class:`Memory` is all of
 
 from __future__ import annotations
 
-from chronomem.engine.causal import _Causal
+from chronomem.engine.importing import _Importing
 
 __all__ = ["Memory"]
 
 
-class Memory(_Causal):
+class Memory(_Importing):
     """A memory engine over one store and one space.
 
     Open with :meth:`open`; use as a context manager or call :meth:`close`. Each public call holds

@@ -3,7 +3,8 @@ transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -20,7 +21,7 @@ from chronomem.errors import (
 )
 from chronomem.lifecycle.rules import plan_closures
 from chronomem.model.audit import AuditEntry
-from chronomem.model.record import Kind, Sensitivity, WriteResult
+from chronomem.model.record import EvidenceStatus, Kind, Sensitivity, WriteResult
 from chronomem.retrieval.gate import find_duplicate, same_batch_duplicate
 from chronomem.stores.base import StoredRecord
 from chronomem.writes import (
@@ -118,7 +119,12 @@ class _Writing(_Base):
             }
             for raw in items
         ]
-        return self._write(batch, progress=progress, actor=actor, reason=None)
+        results = self._write(batch, progress=progress, actor=actor, reason=None)
+        self._after_write(results, {str(item.get("agent", "default")) for item in batch})
+        return results
+
+    def _after_write(self, results: Sequence[WriteResult], agents: set[str]) -> None:
+        """A hook after a public write (the reflection layer uses it to auto-reflect)."""
 
     def _write(
         self,
@@ -127,7 +133,9 @@ class _Writing(_Base):
         progress: bool,
         actor: str | None,
         reason: str | None,
+        after: Callable[[], None] | None = None,
     ) -> list[WriteResult]:
+        """Validate, score, embed, then store in one transaction (``after`` runs inside it)."""
         with self._lock:
             self._require_open()
             now = require_aware(self._clock.now(), "clock.now()")
@@ -144,9 +152,37 @@ class _Writing(_Base):
                         f"event {event_id!r} does not exist in space {self._space!r}",
                         record_id=event_id,
                     )
+            drafts = self._score_missing(drafts)
             drafts = self._embed_missing(drafts, progress=progress)
             with self._store.write():
-                return self._store_drafts(drafts, now=now, actor=actor, reason=reason)
+                results = self._store_drafts(drafts, now=now, actor=actor, reason=reason)
+                if after is not None:
+                    after()
+                return results
+
+    def _score_missing(self, drafts: list[Draft]) -> list[Draft]:
+        """Importance from the configured scorer for records written without one (batched)."""
+        missing = [i for i, d in enumerate(drafts) if d.needs_importance]
+        if not missing:
+            return drafts
+        scores = self._importance.score([drafts[i].record.text for i in missing])
+        if len(scores) != len(missing):
+            raise InvalidInputError(
+                f"the importance scorer returned {len(scores)} scores for {len(missing)} texts"
+            )
+        out = list(drafts)
+        for i, value in zip(missing, scores, strict=True):
+            if isinstance(value, bool) or not (
+                isinstance(value, int | float) and math.isfinite(value) and 1 <= value <= 10
+            ):
+                raise InvalidInputError(
+                    f"the importance scorer returned {value!r} for {out[i].record.text[:60]!r};"
+                    " importance must be a number from 1 to 10",
+                    field="importance",
+                )
+            out[i] = replace(out[i], record=replace(out[i].record, importance=float(value)),
+                             needs_importance=False)  # fmt: skip
+        return out
 
     def _embed_missing(self, drafts: list[Draft], *, progress: bool) -> list[Draft]:
         """Fill in vectors with the embedder (one batched call) and fix the store's dimension."""
@@ -227,6 +263,10 @@ class _Writing(_Base):
             self._space, [StoredRecord(record=d.record, embedding=d.embedding) for d in accepted]
         )
         self._store.close_records(self._space, closures)
+        if closures:  # records citing a replaced record no longer rest on current evidence
+            self._store.flag_evidence(
+                self._space, [c.record_id for c in closures], EvidenceStatus.SUPERSEDED.value
+            )
         if entries:
             self._store.append_audit(self._space, entries)
         return results

@@ -25,7 +25,7 @@ from chronomem.retrieval.index import KIND_CODES, AgentArrays, SpaceIndex
 from chronomem.scoring.score import Candidates, Scores, rank, score
 from chronomem.stores.base import MemoryStore
 
-__all__ = ["Columns", "Crisis", "Query", "columns", "search", "visible"]
+__all__ = ["Columns", "Crisis", "Query", "columns", "recent", "search", "visible"]
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -358,3 +358,24 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             )
         )
     return hits
+
+
+def recent(
+    index: SpaceIndex, store: MemoryStore, space: str, agent: str, as_of: datetime, n: int
+) -> list[Record]:
+    """The agent's ``n`` most recently recorded records visible at ``as_of``, oldest first."""
+    with store.snapshot():
+        cols = columns(index.arrays([agent]))
+        if cols.size == 0:
+            return []
+        as_of_us = to_micros(as_of)
+        mask = visible(
+            cols, as_of_us=as_of_us, valid_at_us=as_of_us, include_history=False, kinds=None
+        )
+        recorded: I64 = cols.cat("recorded_at")
+        ids: npt.NDArray[np.str_] = cols.cat("ids")
+        final = recorded.astype(np.float64)
+        if mask is not None:
+            final[~mask] = -np.inf
+        rows = rank(final, recorded, ids, n)[::-1]
+        return store.get_records(space, [str(ids[r]) for r in rows])

@@ -203,6 +203,14 @@ class MemoryStore(Protocol):
 
     def audit(self, space: str, record_id: str | None = None) -> list[AuditEntry]: ...
 
+    # -- reflection trigger ---------------------------------------------------------------
+    def accumulated_importance(self, space: str, agent: str) -> float:
+        """Importance summed over the agent's non-reflection records since the last reset
+        (``insert_records`` adds to it in the same transaction)."""
+        ...
+
+    def set_accumulated_importance(self, space: str, agent: str, value: float) -> None: ...
+
     # -- causal graph ---------------------------------------------------------------------
     def insert_event(self, space: str, event: Event, embedding: F32 | None) -> None: ...
 

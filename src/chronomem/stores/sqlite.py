@@ -404,6 +404,18 @@ class SQLiteStore:
                     for item in items
                 ),
             )
+            # The reflection trigger (DESIGN §5): perceived importance accumulates per agent;
+            # reflections themselves do not count.
+            added: dict[str, float] = {}
+            for item in items:
+                if item.record.kind is not Kind.REFLECTION:
+                    agent = item.record.agent
+                    added[agent] = added.get(agent, 0.0) + float(item.record.importance)
+            conn.executemany(
+                "UPDATE agents SET importance_accumulated = importance_accumulated + ?"
+                " WHERE space = ? AND agent = ?",
+                [(amount, space, agent) for agent, amount in sorted(added.items())],
+            )
 
     def touch(self, space: str, ids: Sequence[str], at_us: int) -> int:
         if not ids:
@@ -639,10 +651,12 @@ class SQLiteStore:
     def flag_evidence(self, space: str, cited_ids: Sequence[str], status: str) -> list[str]:
         if not cited_ids:
             return []
+        # "missing" is the stronger flag: a record citing a purged record stays missing.
+        weaker = "" if status == "evidence_missing" else " AND r.evidence_status = 'ok'"
         with self._write() as conn:
             rows = conn.execute(
                 "SELECT DISTINCT r.id FROM records r, json_each(r.evidence) e"
-                f" WHERE r.space = ? AND e.value IN ({_placeholders(len(cited_ids))})",
+                f" WHERE r.space = ? AND e.value IN ({_placeholders(len(cited_ids))}){weaker}",
                 (space, *cited_ids),
             ).fetchall()
             flagged = [r[0] for r in rows]
@@ -677,6 +691,24 @@ class SQLiteStore:
             )
             for r in rows
         ]  # fmt: skip
+
+    # -- reflection trigger -----------------------------------------------------------------
+    def accumulated_importance(self, space: str, agent: str) -> float:
+        rows = self._query(
+            "SELECT importance_accumulated FROM agents WHERE space = ? AND agent = ?",
+            (space, agent),
+        )
+        return float(rows[0][0]) if rows else 0.0
+
+    def set_accumulated_importance(self, space: str, agent: str, value: float) -> None:
+        with self._write() as conn:
+            conn.execute("INSERT OR IGNORE INTO spaces (space) VALUES (?)", (space,))
+            conn.execute(
+                "INSERT INTO agents (space, agent, importance_accumulated) VALUES (?, ?, ?)"
+                " ON CONFLICT (space, agent) DO UPDATE SET importance_accumulated = excluded."
+                "importance_accumulated",
+                (space, agent, value),
+            )
 
     # -- causal graph ---------------------------------------------------------------------
     def insert_event(self, space: str, event: Event, embedding: np.ndarray | None) -> None:

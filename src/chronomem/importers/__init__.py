@@ -1,0 +1,1 @@
+"""Importers for other systems' saved memories (DESIGN §6)."""

@@ -1,0 +1,1 @@
+"""Reflection (DESIGN §5): importance scoring, prompts, and validation of the model's answers."""

@@ -1,0 +1,68 @@
+"""Importance scorers: documented heuristic rules, the validated LLM prompt, and remember()."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chronomem import Memory, SimClock
+from chronomem.errors import InvalidInputError, LLMResponseError
+from chronomem.llm import ScriptedLLM
+from chronomem.reflection.importance import HeuristicImportance, LLMImportance
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Isabella is brushing her teeth", 1),  # routine caps at 1
+        ("the espresso machine is idle", 1),
+        ("Isabella is opening Hobbs Cafe", 2),  # the base
+        ("I decided to repaint the shop", 3),  # a decision +1
+        ("Klaus and Maria argued about the paper", 4),  # conflict +2
+        ("My father died last night", 7),  # a life event +5
+        ("We were terrified when the flood came", 10),  # life event + emotion, clamped at 10
+        ("My father died while sleeping", 7),  # routine does not cap a life event
+    ],
+)
+def test_heuristic_rules(text: str, expected: float) -> None:
+    assert HeuristicImportance().score([text]) == [expected]
+
+
+def test_llm_scorer_validates_and_retries() -> None:
+    llm = ScriptedLLM([json.dumps({"rating": 11}), json.dumps({"rating": 7})])
+    assert LLMImportance(llm).score(["a break up"]) == [7.0]
+    assert "is not an integer from 1 to 10" in llm.calls[1][0]["content"]
+    with pytest.raises(LLMResponseError):
+        LLMImportance(ScriptedLLM(["seven", "7.5?"])).score(["x"])
+
+
+def test_llm_scorer_falls_back_only_when_told() -> None:
+    scorer = LLMImportance(ScriptedLLM(["nope", "nope"]), fallback=HeuristicImportance())
+    assert scorer.score(["My father died last night"]) == [7.0]
+    assert scorer.fallbacks == 1
+
+
+def test_remember_uses_the_configured_scorer(db_path: Path, clock: SimClock) -> None:
+    llm = ScriptedLLM([json.dumps({"rating": 9}), json.dumps({"rating": 2})])
+    with Memory.open(db_path, embedder=None, clock=clock, importance=LLMImportance(llm)) as mem:
+        ids = [r.id for r in mem.remember_many(["got married", "ate lunch"])]
+        assert [mem.get(i).importance for i in ids] == [9.0, 2.0]
+        given = mem.remember("explicit", importance=4).id
+        assert mem.get(given).importance == 4.0  # a given importance is never re-scored
+    with Memory.open(db_path, embedder=None, clock=clock) as mem:  # the default: heuristic
+        assert mem.get(mem.remember("my father died").id).importance == 7.0
+
+
+def test_a_scorer_returning_nonsense_is_an_error_and_writes_nothing(
+    db_path: Path, clock: SimClock
+) -> None:
+    class Broken:
+        def score(self, texts):  # type: ignore[no-untyped-def]
+            return [42.0 for _ in texts]
+
+    with Memory.open(db_path, embedder=None, clock=clock, importance=Broken()) as mem:
+        with pytest.raises(InvalidInputError, match="1 to 10"):
+            mem.remember("x")
+        assert mem.stats()["records"] == 0
