@@ -17,14 +17,17 @@ def test_all_is_sorted_and_every_name_resolves() -> None:
 def test_public_api_is_pinned() -> None:
     assert set(chronomem.__all__) == {
         "Ancestor", "AuditEntry", "Breakdown", "CausalConfig", "CausalPart", "ChronomemError",
-        "CitationError", "Clock", "ConfigError", "ConflictError", "DEFAULT_IMPORTANCE",
-        "DependentsExistError", "DepthWeighting", "Embedder", "EmbedderError",
-        "EmbedderMismatchError", "Event", "EventKind", "EvidenceStatus", "ForgetResult", "Fusion",
-        "Hit", "ImportReport", "InvalidInputError", "Kind", "LLMError", "LifecycleConfig", "Link",
-        "Memory", "MemoryStore", "Normalisation", "NotFoundError", "PRESETS", "Provenance",
-        "RecencyMode", "Record", "RelevanceMode", "SQLiteStore", "ScoringConfig", "Sensitivity",
-        "SentenceTransformerEmbedder", "SimClock", "Status", "StoreError", "SystemClock", "Ticks",
-        "Weights", "WriteGate", "WriteResult", "require_aware", "resolve_preset",
+        "CitationError", "Clock", "ConfigError", "ConflictError", "DependentsExistError",
+        "DepthWeighting", "Embedder", "EmbedderError", "EmbedderMismatchError", "Event",
+        "EventKind", "EvidenceStatus", "ForgetResult", "Fusion", "GAImportReport",
+        "HeuristicImportance", "Hit", "ImportReport", "ImportanceScorer", "InvalidInputError",
+        "Kind", "LLMClient", "LLMError", "LLMHTTPError", "LLMImportance", "LLMResponseError",
+        "LLMTimeoutError", "LifecycleConfig", "Link", "Memory", "MemoryStore", "Normalisation",
+        "NotFoundError", "OpenAICompatibleLLM", "PRESETS", "Provenance", "RecencyMode", "Record",
+        "ReflectionConfig", "ReflectionError", "ReflectionResult", "RelevanceMode", "SQLiteStore",
+        "ScoringConfig", "ScriptedLLM", "Sensitivity", "SentenceTransformerEmbedder", "SimClock",
+        "Status", "StoreError", "SystemClock", "Ticks", "Weights", "WriteGate", "WriteResult",
+        "require_aware", "resolve_preset",
     }  # fmt: skip
 
 

@@ -21,13 +21,15 @@ from chronomem.config import (
     LifecycleConfig,
     Normalisation,
     RecencyMode,
+    ReflectionConfig,
     RelevanceMode,
     ScoringConfig,
     WriteGate,
     resolve_preset,
 )
 from chronomem.embedders.base import Embedder
-from chronomem.engine import DEFAULT_IMPORTANCE, Memory
+from chronomem.engine import Memory
+from chronomem.engine.reflecting import ReflectionResult
 from chronomem.errors import (
     ChronomemError,
     CitationError,
@@ -38,9 +40,15 @@ from chronomem.errors import (
     EmbedderMismatchError,
     InvalidInputError,
     LLMError,
+    LLMHTTPError,
+    LLMResponseError,
+    LLMTimeoutError,
     NotFoundError,
+    ReflectionError,
     StoreError,
 )
+from chronomem.importers.generative_agents import GAImportReport
+from chronomem.llm import LLMClient, OpenAICompatibleLLM, ScriptedLLM
 from chronomem.model import (
     Ancestor,
     AuditEntry,
@@ -60,6 +68,7 @@ from chronomem.model import (
     Weights,
     WriteResult,
 )
+from chronomem.reflection.importance import HeuristicImportance, ImportanceScorer, LLMImportance
 from chronomem.stores.base import MemoryStore
 from chronomem.stores.sqlite import SQLiteStore
 
@@ -79,7 +88,6 @@ __all__ = [
     "Clock",
     "ConfigError",
     "ConflictError",
-    "DEFAULT_IMPORTANCE",
     "DependentsExistError",
     "DepthWeighting",
     "Embedder",
@@ -90,24 +98,37 @@ __all__ = [
     "EvidenceStatus",
     "ForgetResult",
     "Fusion",
+    "GAImportReport",
+    "HeuristicImportance",
     "Hit",
     "ImportReport",
+    "ImportanceScorer",
     "InvalidInputError",
     "Kind",
+    "LLMClient",
     "LLMError",
+    "LLMHTTPError",
+    "LLMImportance",
+    "LLMResponseError",
+    "LLMTimeoutError",
     "LifecycleConfig",
     "Link",
     "Memory",
     "MemoryStore",
     "Normalisation",
     "NotFoundError",
+    "OpenAICompatibleLLM",
     "PRESETS",
     "Provenance",
     "RecencyMode",
     "Record",
+    "ReflectionConfig",
+    "ReflectionError",
+    "ReflectionResult",
     "RelevanceMode",
     "SQLiteStore",
     "ScoringConfig",
+    "ScriptedLLM",
     "Sensitivity",
     "SentenceTransformerEmbedder",
     "SimClock",

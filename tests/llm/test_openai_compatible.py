@@ -188,3 +188,24 @@ def test_errors_are_never_returned_as_model_output(server) -> None:  # type: ign
     script.answers = [(200, {}, "<html>not json</html>")]
     with pytest.raises(Exception, match="did not return a chat completion"):
         _client(url).complete([{"role": "user", "content": "hi"}])
+
+
+def test_the_cli_reflects_through_the_endpoint(server, town, capsys) -> None:  # type: ignore[no-untyped-def]
+    from chronomem.cli.main import main
+
+    url, script = server
+    script.answers = [QUESTIONS, GOOD]
+    db = str(town.store.location)
+    town.close()
+    code = main(["reflect", "--agent", "isabella", "--llm-url", url, "--model", "m",
+                 "--questions", "1", "--insights", "2", "--db", db, "--no-embedder"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "1 reflection(s) for isabella" in out
+    assert "Isabella is hosting a Valentine's party" in out
+    code = main(["reflect", "--agent", "isabella", "--llm-url", url, "--model", "m", "--if-due",
+                 "--db", db, "--no-embedder"])  # fmt: skip
+    assert "not due" in capsys.readouterr().out
+    code = main(["reflect", "--agent", "isabella", "--db", db, "--no-embedder"])
+    assert code == 1
+    assert "reflection needs an LLM" in capsys.readouterr().err

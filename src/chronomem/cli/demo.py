@@ -6,6 +6,7 @@ SQLite file with the real embedding model.
 3. A batch of questions scored on one snapshot vs touched one after another.
 4. Instructions that forget: supersede, push down, close, decay — without losing history.
 5. A town of 40 citizens and two causal chains: plain-similarity context vs TCMF context.
+6. Reflection with cited evidence — when an LLM endpoint is configured.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from chronomem.cli.civilization import run_civilization
 from chronomem.cli.main import format_hit
 from chronomem.clock import SimClock
 from chronomem.engine import Memory
-from chronomem.errors import ConfigError
+from chronomem.errors import ChronomemError, ConfigError
+from chronomem.llm.base import LLMClient
 from chronomem.model.record import Hit, WriteResult
 
 __all__ = ["run_demo"]
@@ -110,7 +112,7 @@ def _open(db: Path, clock: SimClock, embedder: object) -> Memory:
     return Memory.open(db, embedder=embedder, clock=clock, preset="generative-agents")  # type: ignore[arg-type]
 
 
-def run_demo(*, db: str, fresh: bool, threads: int | None) -> int:
+def run_demo(*, db: str, fresh: bool, threads: int | None, llm: LLMClient | None = None) -> int:
     from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
 
     path = Path(db)
@@ -205,6 +207,7 @@ def run_demo(*, db: str, fresh: bool, threads: int | None) -> int:
     )
     _instructions_that_forget(path, embedder)
     run_civilization(path, embedder, _title)
+    _reflection(path, clock, embedder, llm)
     print(f"\nDone. Inspect the store with:  chronomem stats --db {path} --no-embedder")
     print(f"                                 chronomem audit --db {path} --no-embedder")
     return 0
@@ -300,3 +303,28 @@ def _instructions_that_forget(path: Path, embedder: object) -> None:
 def _all_records(mem: Memory) -> list:  # type: ignore[type-arg]
     with mem.store.snapshot():
         return [item.record for item in mem.store.iter_records(mem.space)]
+
+
+def _reflection(path: Path, clock: SimClock, embedder: object, llm: LLMClient | None) -> None:
+    _title("6. Reflection: insights that cite their evidence, validated before they are stored")
+    if llm is None:
+        print(
+            "  No LLM endpoint is configured, so this section is skipped. Any OpenAI-compatible\n"
+            "  endpoint works (OpenAI, Ollama, vLLM, llama.cpp server), e.g. with Ollama:\n"
+            "    CHRONOMEM_LLM_URL=http://localhost:11434/v1 CHRONOMEM_LLM_MODEL=llama3.1 \\\n"
+            "      make demo\n"
+            "  (CHRONOMEM_LLM_API_KEY for hosted APIs)."
+        )
+        return
+    with _open(path, clock, embedder) as mem:
+        print(f"  {AGENT} accumulated importance: {mem.accumulated_importance(AGENT):g}")
+        try:
+            result = mem.reflect(AGENT, llm=llm)
+        except ChronomemError as exc:
+            print(f"  reflection failed, nothing stored: {exc}")
+            return
+        for question in result.questions:
+            print(f"  Q: {question}")
+        for record in result.records:
+            cited = "; ".join(mem.get(i).text for i in record.evidence)
+            print(f"  - {record.text}\n      because: {cited}")

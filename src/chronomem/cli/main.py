@@ -16,10 +16,11 @@ from datetime import datetime
 from typing import Any
 
 from chronomem.clock import require_aware
-from chronomem.config import PRESETS
+from chronomem.config import PRESETS, ReflectionConfig
 from chronomem.context.block import record_markers
 from chronomem.engine import Memory
-from chronomem.errors import ChronomemError, InvalidInputError
+from chronomem.errors import ChronomemError, ConfigError, InvalidInputError
+from chronomem.llm import OpenAICompatibleLLM
 from chronomem.model.event import EventKind
 from chronomem.model.record import Hit, Kind, Record, Sensitivity
 
@@ -33,12 +34,16 @@ class Settings:
     embedder: bool
     torch_threads: int | None
     actor: str | None
+    llm_url: str | None
+    llm_model: str | None
+    llm_api_key: str | None
 
 
 def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     """The one place the CLI reads its environment: ``CHRONOMEM_DB``, ``CHRONOMEM_SPACE``,
-    ``CHRONOMEM_TORCH_THREADS``, and ``CHRONOMEM_ACTOR`` (else ``USER``) for the audit log.
-    Flags win over the environment."""
+    ``CHRONOMEM_TORCH_THREADS``, ``CHRONOMEM_ACTOR`` (else ``USER``) for the audit log, and
+    ``CHRONOMEM_LLM_URL`` / ``CHRONOMEM_LLM_MODEL`` / ``CHRONOMEM_LLM_API_KEY`` for reflection.
+    Flags win over the environment; the API key is read from the environment only."""
     threads = environ.get("CHRONOMEM_TORCH_THREADS")
     actor = getattr(args, "actor", None) or environ.get("CHRONOMEM_ACTOR") or environ.get("USER")
     return Settings(
@@ -47,7 +52,20 @@ def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
         embedder=not args.no_embedder,
         torch_threads=int(threads) if threads else None,
         actor=actor,
+        llm_url=getattr(args, "llm_url", None) or environ.get("CHRONOMEM_LLM_URL"),
+        llm_model=getattr(args, "model", None) or environ.get("CHRONOMEM_LLM_MODEL"),
+        llm_api_key=environ.get("CHRONOMEM_LLM_API_KEY"),
     )
+
+
+def llm_client(cfg: Settings) -> OpenAICompatibleLLM:
+    """The OpenAI-compatible client the settings describe."""
+    if not cfg.llm_url or not cfg.llm_model:
+        raise ConfigError(
+            "reflection needs an LLM: pass --llm-url and --model (or set CHRONOMEM_LLM_URL and "
+            "CHRONOMEM_LLM_MODEL), e.g. http://localhost:11434/v1 and llama3.1 for Ollama"
+        )
+    return OpenAICompatibleLLM(cfg.llm_url, cfg.llm_model, api_key=cfg.llm_api_key)
 
 
 def _instant(text: str) -> datetime:
@@ -344,6 +362,24 @@ def _cmd_context(args: argparse.Namespace, cfg: Settings) -> int:
     return 0
 
 
+def _cmd_reflect(args: argparse.Namespace, cfg: Settings) -> int:
+    llm = llm_client(cfg)
+    config = ReflectionConfig(questions=args.questions, insights=args.insights)
+    with _open(cfg) as mem:
+        if args.if_due and mem.accumulated_importance(args.agent) < config.threshold:
+            total = mem.accumulated_importance(args.agent)
+            print(f"not due: {args.agent} has accumulated {total:g} of {config.threshold:g}")
+            return 0
+        result = mem.reflect(args.agent, llm=llm, config=config)
+    print(f"{len(result.records)} reflection(s) for {result.agent} ({result.calls} model calls)")
+    for question in result.questions:
+        print(f"  Q: {question}")
+    for record in result.records:
+        print(f"  {record.id}  depth {record.depth}  {record.text}")
+        print(f"      evidence: {', '.join(record.evidence)}")
+    return 0
+
+
 def _cmd_export(args: argparse.Namespace, cfg: Settings) -> int:
     with _open(cfg) as mem:
         count = mem.export(args.path)
@@ -384,7 +420,10 @@ def _cmd_stats(args: argparse.Namespace, cfg: Settings) -> int:
 def _cmd_demo(args: argparse.Namespace, cfg: Settings) -> int:
     from chronomem.cli.demo import run_demo
 
-    return run_demo(db=args.db or "demo.chronomem.db", fresh=args.fresh, threads=cfg.torch_threads)
+    llm = llm_client(cfg) if cfg.llm_url and cfg.llm_model else None
+    return run_demo(
+        db=args.db or "demo.chronomem.db", fresh=args.fresh, threads=cfg.torch_threads, llm=llm
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -519,6 +558,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-touch", action="store_true")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_context)
+
+    p = sub.add_parser("reflect", parents=[common], help="reflect with an LLM (cited insights)")
+    p.add_argument("--agent", required=True)
+    p.add_argument("--llm-url", help="OpenAI-compatible API root (default: $CHRONOMEM_LLM_URL)")
+    p.add_argument("--model", help="model name (default: $CHRONOMEM_LLM_MODEL)")
+    p.add_argument("--questions", type=int, default=3, help="focal questions (default 3)")
+    p.add_argument("--insights", type=int, default=5, help="insights per question (default 5)")
+    p.add_argument("--if-due", action="store_true", help="only if the importance trigger is due")
+    p.set_defaults(func=_cmd_reflect)
 
     p = sub.add_parser("export", parents=[common], help="write the space to a JSONL archive")
     p.add_argument("path")

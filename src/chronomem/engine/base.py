@@ -34,11 +34,10 @@ from chronomem.retrieval.index import SpaceIndex
 from chronomem.stores.base import EmbeddingMeta, MemoryStore
 from chronomem.stores.sqlite import SQLiteStore
 from chronomem.writes import (
-    DEFAULT_IMPORTANCE,
     require_text,
 )
 
-__all__ = ["DEFAULT_IMPORTANCE"]
+__all__: list[str] = []
 
 
 F32 = npt.NDArray[np.float32]

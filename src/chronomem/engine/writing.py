@@ -57,7 +57,8 @@ class _Writing(_Base):
 
         ``recorded_at`` and the initial ``last_accessed_at`` are the clock's now; ``occurred_at``
         (world time) defaults to it. ``importance`` is 1..10; when omitted it is
-        :data:`DEFAULT_IMPORTANCE`. ``embedding`` supplies the vector instead of the embedder;
+        scored by the configured importance scorer (default: the documented heuristic).
+        ``embedding`` supplies the vector instead of the embedder;
         with ``embedder=None`` the first vector fixes the store's dimension.
 
         ``supersedes`` names open records this one replaces: they are closed in the same
