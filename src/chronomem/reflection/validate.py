@@ -28,15 +28,21 @@ class Insight:
     citations: tuple[int, ...]  # 0-based indices into the statements, in the order cited
 
 
+def _items(answer: Any, key: str, limit: int, problems: list[str]) -> list[Any]:
+    """The list under ``key``, noting an empty or too long one in ``problems``."""
+    if not isinstance(answer, dict) or not isinstance(answer.get(key), list):
+        raise AnswerError([f'the answer must be an object {{"{key}": [...]}}'])
+    items: list[Any] = answer[key]
+    if not items:
+        problems.append(f"no {key} were given")
+    if len(items) > limit:
+        problems.append(f"{len(items)} {key} were given; at most {limit} were asked for")
+    return items
+
+
 def validate_questions(answer: Any, *, limit: int) -> list[str]:
-    if not isinstance(answer, dict) or not isinstance(answer.get("questions"), list):
-        raise AnswerError(['the answer must be an object {"questions": [...]}'])
-    questions = answer["questions"]
-    problems = []
-    if not questions:
-        problems.append("no questions were given")
-    if len(questions) > limit:
-        problems.append(f"{len(questions)} questions were given; at most {limit} were asked for")
+    problems: list[str] = []
+    questions = _items(answer, "questions", limit, problems)
     seen: set[str] = set()
     clean = []
     for i, q in enumerate(questions, start=1):
@@ -58,14 +64,8 @@ def validate_insights(
 ) -> list[Insight]:
     """``statements`` is how many numbered statements were shown (citations are 1-based);
     ``known`` holds normalised texts of insights already accepted in this reflection."""
-    if not isinstance(answer, dict) or not isinstance(answer.get("insights"), list):
-        raise AnswerError(['the answer must be an object {"insights": [...]}'])
-    items = answer["insights"]
-    problems = []
-    if not items:
-        problems.append("no insights were given")
-    if len(items) > limit:
-        problems.append(f"{len(items)} insights were given; at most {limit} were asked for")
+    problems: list[str] = []
+    items = _items(answer, "insights", limit, problems)
     seen = set(known or ())
     clean = []
     for i, item in enumerate(items, start=1):
