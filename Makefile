@@ -10,7 +10,7 @@ TORCH  := torch==2.13.0
 export CHRONOMEM_TORCH_THREADS ?= 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: demo test check lint bench bench-full clean
+.PHONY: demo test check lint bench bench-speed bench-quality bench-full clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,13 +31,26 @@ lint: $(STAMP)
 
 check: lint test
 
-bench: $(STAMP)
+# Speed (scaling, TCMF, ingest) and quality (LoCoMo, LongMemEval); results in bench/results/.
+# The first quality run embeds ~17k texts with the real model (~15 min on 2 cores); later runs
+# reuse bench/.cache.
+bench: bench-speed bench-quality
+
+bench-speed: $(STAMP)
 	$(PY) bench/recall_scaling.py
 	$(PY) bench/tcmf.py
+	$(PY) bench/ingest.py
+
+bench-quality: $(STAMP)
+	$(PY) bench/locomo.py
+	$(PY) bench/longmemeval.py
 
 bench-full: $(STAMP)
 	$(PY) bench/recall_scaling.py --million
 	$(PY) bench/tcmf.py
+	$(PY) bench/ingest.py
+	$(PY) bench/locomo.py
+	$(PY) bench/longmemeval.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo.chronomem.db*

@@ -26,8 +26,8 @@ def test_public_api_is_pinned() -> None:
         "NotFoundError", "OpenAICompatibleLLM", "PRESETS", "Provenance", "RecencyMode", "Record",
         "ReflectionConfig", "ReflectionError", "ReflectionResult", "RelevanceMode", "SQLiteStore",
         "ScoringConfig", "ScriptedLLM", "Sensitivity", "SentenceTransformerEmbedder", "SimClock",
-        "Status", "StoreError", "SystemClock", "Ticks", "Weights", "WriteGate", "WriteResult",
-        "require_aware", "resolve_preset",
+        "Status", "StoreError", "SystemClock", "Ticks", "VersionConfig", "Weights", "WriteGate",
+        "WriteResult", "require_aware", "resolve_preset",
     }  # fmt: skip
 
 

@@ -24,6 +24,7 @@ from chronomem.config import (
     ReflectionConfig,
     RelevanceMode,
     ScoringConfig,
+    VersionConfig,
     WriteGate,
     resolve_preset,
 )
@@ -136,6 +137,7 @@ __all__ = [
     "StoreError",
     "SystemClock",
     "Ticks",
+    "VersionConfig",
     "Weights",
     "WriteGate",
     "WriteResult",

@@ -27,6 +27,7 @@ __all__ = [
     "RecencyMode",
     "ReflectionConfig",
     "RelevanceMode",
+    "VersionConfig",
     "ScoringConfig",
     "WriteGate",
     "resolve_preset",
@@ -191,6 +192,44 @@ class WriteGate:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class VersionConfig:
+    """Version-aware ranking (see :mod:`chronomem.scoring.versions`), tuned on LoCoMo's first five
+    conversations and LongMemEval's knowledge-update questions with all-MiniLM-L6-v2.
+
+    Attributes:
+        window: how many of the best candidates take part.
+        similarity: the cosine at or above which two records are versions of the same fact.
+        demote: an older version's score is multiplied by ``1 - demote``.
+        inherit: a newer version's score gains ``inherit ×`` the older version's score.
+        band: candidates within this much of the best score form the band ...
+        band_weight: ... in which the most recent record gains up to this much.
+        newer_after: how much later a near-duplicate must be recorded to count as newer.
+        recency_span: in-band recency is measured over at least this long.
+    """
+
+    window: int = 10
+    similarity: float = 0.45
+    demote: float = 0.1
+    inherit: float = 0.1
+    band: float = 0.0
+    band_weight: float = 0.0
+    newer_after: timedelta = timedelta(hours=12)
+    recency_span: timedelta = timedelta(days=1)
+
+    def __post_init__(self) -> None:
+        if self.newer_after < timedelta() or self.recency_span <= timedelta():
+            raise ConfigError("versions.newer_after must be >= 0 and recency_span positive")
+        if isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 2:
+            raise ConfigError("versions.window must be an integer >= 2")
+        if not 0.0 < self.similarity <= 1.0 or not 0.0 <= self.demote < 1.0:
+            raise ConfigError("versions.similarity must be in (0, 1] and demote in [0, 1)")
+        for name in ("inherit", "band", "band_weight"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0:
+                raise ConfigError(f"versions.{name} must be finite and >= 0")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReflectionConfig:
     """When and how an agent reflects (DESIGN §5, Park et al. 2023 §4.2).
 
@@ -249,6 +288,8 @@ class ScoringConfig:
             behaviour) instead of scoring every query on one snapshot.
         lifecycle: staleness decay and feedback push-down (DESIGN §2 step 5).
         causal: the causal boost applied when a read names a crisis (DESIGN §4).
+        bm25_half: the BM25 at which fixed lexical relevance is 0.5 (``bm25 / (bm25 + half)``).
+        versions: version-aware ranking of the best candidates, or ``None``.
     """
 
     name: str = "custom"
@@ -264,6 +305,8 @@ class ScoringConfig:
     sequential_touch: bool = False
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
     causal: CausalConfig = field(default_factory=CausalConfig)
+    bm25_half: float = 2.0
+    versions: VersionConfig | None = None
 
     def __post_init__(self) -> None:
         # Accept plain strings for the enums, so configs read from JSON or flags validate here.
@@ -304,6 +347,8 @@ PRESETS: Mapping[str, ScoringConfig] = MappingProxyType(
             recency_unit=timedelta(days=1),
             normalisation=Normalisation.FIXED,
             weights=Weights(relevance=1.0, recency=0.05, importance=0.05),
+            bm25_half=8.0,
+            versions=VersionConfig(),
         ),
         # The paper (Park et al. 2023, §4.1): recency 0.995 per game hour since last access,
         # importance and relevance, each min-max normalised, equal weights.
@@ -331,6 +376,22 @@ PRESETS: Mapping[str, ScoringConfig] = MappingProxyType(
             exclude_kinds=frozenset({Kind.CHAT}),
             sequential_touch=True,
             lifecycle=NO_LIFECYCLE,
+        ),
+        # For assistants whose memory is mostly facts that change: stronger version-awareness
+        # (an update inherits 0.3 of its older version's score; within 0.1 of the best score the
+        # most recent record gains up to 0.1). Ranks the newer of two conflicting values first far
+        # more often, at a cost in top ranks on general conversational QA (docs/benchmarks.md).
+        "current-facts": ScoringConfig(
+            name="current-facts",
+            relevance=RelevanceMode.HYBRID,
+            dense_share=0.5,
+            recency=RecencyMode.ELAPSED,
+            recency_decay=0.99,
+            recency_unit=timedelta(days=1),
+            normalisation=Normalisation.FIXED,
+            weights=Weights(relevance=1.0, recency=0.05, importance=0.05),
+            bm25_half=8.0,
+            versions=VersionConfig(inherit=0.3, band=0.1, band_weight=0.1),
         ),
         # CivilizationOS (TCMF): recency decays 0.02 per simulation tick (here: per hour), fixed
         # normalisation, causal fusion on crisis reads (additive, as its code settled on).

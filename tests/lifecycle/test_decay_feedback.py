@@ -12,7 +12,10 @@ from ..conftest import unit
 
 # Relevance only, so the lifecycle factor is the one thing that differs.
 RELEVANCE_ONLY = replace(
-    PRESETS["default"], name="relevance-only", weights=Weights(relevance=1, recency=0, importance=0)
+    PRESETS["default"],
+    name="relevance-only",
+    weights=Weights(relevance=1, recency=0, importance=0),
+    versions=None,
 )
 Q = unit(1, 0, 0)
 

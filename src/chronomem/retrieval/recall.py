@@ -8,7 +8,7 @@ job, after the hits are known.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,6 +23,7 @@ from chronomem.model.event import Event
 from chronomem.model.record import Breakdown, CausalPart, Hit, Kind, Record
 from chronomem.retrieval.index import KIND_CODES, AgentArrays, SpaceIndex
 from chronomem.scoring.score import Candidates, Scores, rank, score
+from chronomem.scoring.versions import adjust_versions
 from chronomem.stores.base import MemoryStore
 
 __all__ = ["Columns", "Crisis", "Query", "columns", "recent", "search", "visible"]
@@ -82,6 +83,16 @@ class Columns:
     @property
     def size(self) -> int:
         return int(self.offsets[-1])
+
+    def vectors(self, rows: npt.NDArray[np.intp], dim: int) -> F32:
+        """The unit vectors of ``rows`` (zeros where a record has none)."""
+        out = np.zeros((rows.shape[0], dim), dtype=np.float32)
+        parts = np.searchsorted(self.offsets, rows, side="right") - 1
+        for k, (row, part) in enumerate(zip(rows.tolist(), parts.tolist(), strict=True)):
+            a = self.arrays[part]
+            if a.emb is not None and a.dim == dim:
+                out[k] = a.emb[row - int(self.offsets[part])]
+        return out
 
 
 def visible(
@@ -280,8 +291,42 @@ def _causal_part(cols: Columns, boost: Boost, crisis: Crisis, row: int, q: Query
     )
 
 
+def _versions(
+    scores: Scores, cols: Columns, ids: npt.NDArray[np.str_], recorded_at: I64, q: Query
+) -> tuple[Scores, dict[int, dict[str, float]]]:
+    """Version-aware ranking of the best candidates (needs vectors); returns the adjusted scores
+    and, per adjusted row, the factors for explanations."""
+    config = q.config.versions
+    dims = {a.dim for a in cols.arrays if a.emb is not None and a.dim is not None}
+    if config is None or q.vector is None or len(dims) != 1:
+        return scores, {}
+    rows = rank(scores.final, recorded_at, ids, config.window)
+    if rows.size < 2:
+        return scores, {}
+    adjustment = adjust_versions(
+        scores.final[rows], cols.vectors(rows, dims.pop()), recorded_at[rows], config
+    )
+    final = scores.final.copy()
+    final[rows] = adjustment.scores
+    factors: dict[int, dict[str, float]] = {}
+    for k, row in enumerate(rows.tolist()):
+        parts = {
+            "older_version": float(adjustment.demoted[k]) if adjustment.demoted[k] != 1.0 else None,
+            "newer_version_bonus": float(adjustment.inherited[k]) or None,
+            "recent_in_band_bonus": float(adjustment.recent[k]) or None,
+        }
+        factors[row] = {name: value for name, value in parts.items() if value is not None}
+    return replace(scores, final=final), factors
+
+
 def _breakdown(
-    cols: Columns, scores: Scores, life: _Lifecycle, boost: Boost | None, row: int, q: Query
+    cols: Columns,
+    scores: Scores,
+    life: _Lifecycle,
+    boost: Boost | None,
+    row: int,
+    q: Query,
+    versions: dict[int, dict[str, float]],
 ) -> Breakdown:
     c = q.config
     parts = scores.components(row)
@@ -300,7 +345,7 @@ def _breakdown(
         importance=parts.importance,
         weights=c.weights,
         episodic=parts.episodic,
-        factors=life.at(row),
+        factors={**life.at(row), **versions.get(row, {})},
         final=parts.final,
         causal=None
         if boost is None or q.crisis is None
@@ -340,6 +385,7 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             boost=None if boost is None else boost.value,
         )
         scores = score(candidates, q.config, as_of_us=to_micros(q.as_of))
+        scores, versions = _versions(scores, cols, ids, recorded_at, q)
         groups = _select(scores, cols, ids, recorded_at, q.k)
         wanted = [str(ids[row]) for group in groups for row in group]
         records = {r.id: r for r in store.get_records(space, wanted)}
@@ -350,7 +396,7 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             Hit(
                 record=members[0],
                 score=float(scores.final[group[0]]),
-                breakdown=_breakdown(cols, scores, life, boost, int(group[0]), q)
+                breakdown=_breakdown(cols, scores, life, boost, int(group[0]), q, versions)
                 if q.explain
                 else None,
                 holders=tuple(m.agent for m in members),

@@ -104,11 +104,7 @@ def minmax(values: F64, mask: Mask | None) -> Affine:
     return Affine(1.0 / span, -lo / span)
 
 
-#: BM25 at which fixed lexical relevance is 0.5 (``bm25 / (bm25 + BM25_HALF)``).
-BM25_HALF = 2.0
-
-
-def fixed_lexical(values: F64) -> F64:
-    """BM25 saturated into [0, 1): ``bm25 / (bm25 + 2)`` — absolute, so comparable across calls,
-    and a weak match stays weak even when it is the best one there is."""
-    return values / (values + BM25_HALF)
+def fixed_lexical(values: F64, half: float = 2.0) -> F64:
+    """BM25 saturated into [0, 1): ``bm25 / (bm25 + half)`` — absolute, so comparable across
+    calls, and a weak match stays weak even when it is the best one there is."""
+    return values / (values + half)

@@ -161,7 +161,7 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
     norm_lexical, lexical_used = Affine(0.0, 0.0), None
     if dense_share < 1.0:
         lexical = c.lexical if c.lexical is not None else np.zeros(n, dtype=np.float64)
-        lexical_used = fixed_lexical(lexical) if fixed else lexical
+        lexical_used = fixed_lexical(lexical, config.bm25_half) if fixed else lexical
         norm_lexical = IDENTITY if fixed else minmax(lexical, mask)
         add(lexical_used, w.relevance * (1.0 - dense_share), norm_lexical)
 

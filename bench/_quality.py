@@ -1,0 +1,107 @@
+"""Shared pieces of the retrieval-quality benchmarks: a caching wrapper around the real embedding
+model, ranking metrics, and the baselines computed from the same vectors and the same BM25."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+F32 = npt.NDArray[np.float32]
+CACHE = Path(__file__).resolve().parent / ".cache"
+
+
+class CachedEmbedder:
+    """The real all-MiniLM-L6-v2, with vectors cached on disk by text so reruns are fast. It
+    reports the model's own id: the vectors are the model's."""
+
+    def __init__(self, threads: int = 1) -> None:
+        from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
+
+        self._inner = SentenceTransformerEmbedder(num_threads=threads, batch_size=128)
+        CACHE.mkdir(exist_ok=True)
+        self._path = CACHE / "minilm.npz"
+        self._vectors: dict[str, F32] = {}
+        if self._path.exists():
+            data = np.load(self._path)
+            self._vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
+        self._dirty = False
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dim(self) -> int:
+        return self._inner.dim
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha1(text.encode()).hexdigest()
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> F32:
+        keys = [self._key(t) for t in texts]
+        missing = sorted(
+            {k: t for k, t in zip(keys, texts, strict=True) if k not in self._vectors}.items()
+        )
+        if missing:
+            vectors = self._inner.embed([t for _, t in missing], progress=progress)
+            self._vectors.update((k, v) for (k, _), v in zip(missing, vectors, strict=True))
+            self._dirty = True
+        if not keys:
+            return np.empty((0, self.dim), dtype=np.float32)
+        return np.stack([self._vectors[k] for k in keys]).astype(np.float32)
+
+    def save(self) -> None:
+        if self._dirty:
+            keys = np.asarray(list(self._vectors))
+            np.savez(self._path, keys=keys, vectors=np.stack(list(self._vectors.values())))
+            self._dirty = False
+
+
+def ranks_of(ranking: Sequence[str], relevant: set[str]) -> list[int]:
+    """1-based ranks at which relevant items appear."""
+    return [i for i, item in enumerate(ranking, start=1) if item in relevant]
+
+
+def metrics(ranking: Sequence[str], relevant: set[str]) -> dict[str, float]:
+    """Evidence recall@5/10/20 (fraction of the relevant items in the top k), hit@10, MRR."""
+    ranks = ranks_of(ranking, relevant)
+    out = {f"recall@{k}": sum(1 for r in ranks if r <= k) / len(relevant) for k in (5, 10, 20)}
+    out["hit@10"] = 1.0 if any(r <= 10 for r in ranks) else 0.0
+    out["mrr"] = 1.0 / ranks[0] if ranks else 0.0
+    return out
+
+
+def mean(rows: Sequence[dict[str, float]]) -> dict[str, float]:
+    if not rows:
+        return {}
+    return {key: float(np.mean([r[key] for r in rows])) for key in rows[0]}
+
+
+def rrf(*rankings: Sequence[str], k: int = 60) -> list[str]:
+    """Reciprocal-rank fusion."""
+    score: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            score[item] = score.get(item, 0.0) + 1.0 / (k + rank)
+    return sorted(score, key=lambda item: (-score[item], item))
+
+
+def top(ids: Sequence[str], scores: np.ndarray, k: int) -> list[str]:
+    order = np.lexsort((np.asarray(ids), -scores))
+    return [ids[i] for i in order[:k]]
+
+
+def langchain_time_weighted(cosine: np.ndarray, hours_since_access: np.ndarray) -> np.ndarray:
+    """LangChain's TimeWeightedVectorStoreRetriever: relevance + (1 - decay_rate) ** hours, with
+    its default decay_rate 0.01 and access time = creation time (nothing was retrieved yet)."""
+    return cosine + (1.0 - 0.01) ** hours_since_access
+
+
+def safe(x: float) -> float:
+    return 0.0 if math.isnan(x) else x

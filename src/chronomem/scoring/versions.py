@@ -1,0 +1,59 @@
+"""Version-aware ranking (DESIGN §2, issue: retrieval quality): among the best candidates, a record
+with a newer near-duplicate is an older version of the same fact — it is demoted and its update
+inherits part of its score — and among the candidates that score close to the best, later days
+are preferred a little. A soft preference on a handful of rows, not a global decay.
+
+Pure: scores, unit vectors and instants of the top rows in, adjusted scores and the adjustments out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+import numpy as np
+import numpy.typing as npt
+
+from chronomem.config import VersionConfig
+
+__all__ = ["VersionAdjustment", "adjust_versions"]
+
+F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+_ONE_US = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True, slots=True)
+class VersionAdjustment:
+    """New scores of the rows, and per row: the factor it was demoted by (1: none), the bonus it
+    inherited as an update, and its in-band recency bonus."""
+
+    scores: F64
+    demoted: F64
+    inherited: F64
+    recent: F64
+
+
+def adjust_versions(
+    scores: F64, vectors: F32, recorded_at: I64, config: VersionConfig
+) -> VersionAdjustment:
+    """Adjust the scores of the top rows (``vectors`` unit-normalised, ``recorded_at`` in
+    microseconds). A record is a newer version only when recorded at least ``config.newer_after``
+    later, and in-band recency is measured over at least ``config.recency_span``, so turns minutes
+    apart in one conversation count as simultaneous. Only differences of instants are used:
+    shifting every instant changes nothing."""
+    n = scores.shape[0]
+    gap = recorded_at[None, :] - recorded_at[:, None]  # gap[i, j] > 0: j recorded after i
+    similar = (vectors @ vectors.T) >= config.similarity
+    link = similar & (gap >= config.newer_after // _ONE_US)  # link[i, j]: j is a newer version
+    demoted = np.where(link.any(axis=1), 1.0 - config.demote, 1.0)
+    inherited = config.inherit * np.max(np.where(link, scores[:, None], 0.0), axis=0, initial=0.0)
+    adjusted = scores * demoted + inherited
+    recent = np.zeros(n, dtype=np.float64)
+    if config.band > 0 and config.band_weight > 0 and n:
+        in_band = adjusted >= adjusted.max() - config.band
+        low, high = recorded_at[in_band].min(), recorded_at[in_band].max()
+        span = max(int(high - low), config.recency_span // _ONE_US)
+        recent = np.where(in_band, config.band_weight * (recorded_at - low) / span, 0.0)
+    return VersionAdjustment(adjusted + recent, demoted, inherited, recent)

@@ -1,0 +1,75 @@
+"""Version-aware ranking: older near-duplicates yield to newer ones, softly."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chronomem import PRESETS, Memory, SimClock
+from chronomem.config import VersionConfig
+from chronomem.scoring.versions import adjust_versions
+
+from ..conftest import unit
+
+HOUR = 3_600_000_000
+
+
+def test_an_older_near_duplicate_is_demoted_and_its_update_inherits() -> None:
+    vectors = np.stack([unit(1, 0.1, 0), unit(1, 0.12, 0), unit(0, 0, 1)])
+    scores = np.asarray([0.80, 0.70, 0.75])
+    recorded = np.asarray([0, 30 * 24 * HOUR, 10 * 24 * HOUR], dtype=np.int64)
+    config = VersionConfig(demote=0.1, inherit=0.3)
+    result = adjust_versions(scores, vectors, recorded, config)
+    assert result.demoted.tolist() == [0.9, 1.0, 1.0]
+    assert result.inherited[1] == pytest.approx(0.3 * 0.80)
+    assert result.scores[1] > result.scores[0]  # the update now ranks above the old value
+    assert result.scores[2] == pytest.approx(0.75)  # an unrelated record is untouched
+
+
+def test_records_close_in_time_are_not_versions_of_each_other() -> None:
+    vectors = np.stack([unit(1, 0), unit(1, 0.01)])
+    recorded = np.asarray([0, 2 * 60 * 1_000_000], dtype=np.int64)  # two minutes apart
+    result = adjust_versions(np.asarray([0.8, 0.7]), vectors, recorded, VersionConfig())
+    assert result.scores.tolist() == [0.8, 0.7]
+
+
+def test_in_band_recency_prefers_the_latest_of_near_equal_scores() -> None:
+    vectors = np.stack([unit(1, 0, 0), unit(0, 1, 0), unit(0, 0, 1)])
+    recorded = np.asarray([0, 5 * 24 * HOUR, 10 * 24 * HOUR], dtype=np.int64)
+    config = VersionConfig(inherit=0.0, demote=0.0, band=0.05, band_weight=0.1)
+    result = adjust_versions(np.asarray([0.80, 0.79, 0.50]), vectors, recorded, config)
+    assert result.recent[1] == pytest.approx(0.1)  # the latest in the band
+    assert result.recent[2] == 0.0  # outside the band
+    assert result.scores[1] > result.scores[0]
+
+
+def test_the_default_preset_prefers_the_updated_fact(db_path: Path, clock: SimClock) -> None:
+    with Memory.open(db_path, embedder=None, clock=clock) as mem:
+        old = mem.remember("I have 20 postcards in my collection", embedding=unit(1, 0.1, 0)).id
+        clock.advance(days=60)
+        new = mem.remember(
+            "I now have 25 postcards in my collection", embedding=unit(1, 0.5, 0)
+        ).id
+        clock.advance(days=1)
+        hits = mem.peek("how many postcards do I have?", query_embedding=unit(1, 0.1, 0),
+                        explain=True)  # fmt: skip
+        assert [h.record.id for h in hits] == [new, old]
+        assert hits[1].breakdown.factors["older_version"] == pytest.approx(0.9)  # type: ignore[union-attr]
+        assert hits[0].breakdown.factors["newer_version_bonus"] > 0  # type: ignore[union-attr]
+        without = replace(PRESETS["default"], versions=None)
+        plain = mem.peek("how many postcards do I have?", query_embedding=unit(1, 0.1, 0),
+                         preset=without)  # fmt: skip
+        assert plain[0].record.id == old  # without versions the older, closer match wins
+
+
+def test_version_config_is_validated() -> None:
+    from chronomem import ConfigError
+
+    for bad in ({"window": 1}, {"similarity": 0}, {"demote": 1.0}, {"band": -1.0},
+                {"recency_span": timedelta()}):  # fmt: skip
+        with pytest.raises(ConfigError):
+            VersionConfig(**bad)  # type: ignore[arg-type]
