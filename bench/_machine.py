@@ -19,14 +19,14 @@ def git_revision() -> str:
             capture_output=True,
             text=True,
             check=True,
-            cwd=Path(__file__).parent,
+            cwd=Path(__file__).resolve().parent.parent,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "src", "bench"],
+            ["git", "status", "--porcelain", "--", "src", "bench/*.py"],
             capture_output=True,
             text=True,
             check=True,
-            cwd=Path(__file__).parent,
+            cwd=Path(__file__).resolve().parent.parent,
         ).stdout.strip()
         return rev + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
