@@ -7,16 +7,9 @@ embeddings are little-endian float32 BLOBs; JSON columns hold lists and objects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from chronomem.stores._sql import Migration
 
 __all__ = ["MIGRATIONS", "Migration"]
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    version: int
-    description: str
-    statements: tuple[str, ...]
 
 
 _INITIAL = (

@@ -1,0 +1,792 @@
+"""The SQL both stores share (STYLE: one SQL layer, small dialect hooks).
+
+:class:`SQLStore` implements the whole :class:`~chronomem.stores.base.MemoryStore` contract with
+``?`` placeholders; a backend subclass provides the connection, its transactions and error types,
+its migrations, full-text search, and a handful of dialect hooks:
+
+- ``_hint(column)``: keeps the planner on the primary key when a query names a space (SQLite's
+  unary ``+``; nothing in PostgreSQL);
+- ``_us(column)`` / ``_bind(micros)`` / ``_read(value)``: instants as stored (INTEGER
+  microseconds in SQLite, ``timestamptz`` in PostgreSQL);
+- ``_json_each(expression)``: expands a JSON array column into rows with a ``value`` column;
+- ``_greatest(a, b)``: the larger of two values.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import numpy as np
+
+from chronomem.clock import from_micros, to_micros
+from chronomem.errors import ConflictError, StoreError
+from chronomem.model.audit import AuditEntry, Closure
+from chronomem.model.event import Event, EventKind, Link, Provenance
+from chronomem.model.record import EvidenceStatus, Kind, Record, Sensitivity, Status
+from chronomem.stores.base import (
+    NEVER,
+    SINCE_EVER,
+    EmbeddingMeta,
+    LexicalMatches,
+    RecordColumns,
+    StoredRecord,
+)
+
+__all__ = ["RECORD_COLUMNS", "Cursor", "Migration", "SQLStore"]
+
+RECORD_COLUMNS = (
+    "id", "space", "agent", "kind", "text", "importance", "occurred_at", "recorded_at",
+    "last_accessed_at", "last_verified_at", "valid_from", "valid_until", "status",
+    "superseded_by", "superseded_at", "valid_until_before", "closed_reason", "supersedes",
+    "domain", "tags", "metadata", "evidence", "depth", "event_id", "sensitivity",
+    "evidence_status", "feedback_score",
+)  # fmt: skip
+_INSTANTS = frozenset(
+    {"occurred_at", "recorded_at", "last_accessed_at", "last_verified_at", "valid_from",
+     "valid_until", "superseded_at", "valid_until_before"}
+)  # fmt: skip
+_CHUNK = 900  # ids per IN (...) list
+_KINDS = {k.value: k for k in Kind}
+_STATUSES = {s.value: s for s in Status}
+_SENSITIVITIES = {s.value: s for s in Sensitivity}
+_EVIDENCE_STATUSES = {s.value: s for s in EvidenceStatus}
+_EVENT_COLUMNS = (
+    "id, space, text, kind, scope, occurred_at, recorded_at, metadata, embedding IS NOT NULL"
+)
+_LINK_COLUMNS = "cause, effect, weight, provenance, similarity, created_at"
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """A numbered schema step: statements run in one transaction, recorded in
+    ``schema_version``. Never edit a released migration; append a new one."""
+
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+class Cursor(Protocol):
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _json_tuple(text: str) -> tuple[Any, ...]:
+    return () if text == "[]" else tuple(json.loads(text))
+
+
+def _vector_blob(vector: np.ndarray | None) -> bytes | None:
+    return None if vector is None else np.asarray(vector, dtype="<f4").tobytes()
+
+
+def _vector(blob: Any) -> np.ndarray | None:
+    return None if blob is None else np.frombuffer(bytes(blob), dtype="<f4").astype(np.float32)
+
+
+def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" for _ in range(n))
+
+
+class SQLStore:
+    """The shared implementation; see the module docstring for what a backend provides."""
+
+    location: str
+    migrations: tuple[Migration, ...]
+    _begin_write = "BEGIN"
+    _begin_read = "BEGIN"
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._in_transaction = False
+
+    # -- what a backend provides -----------------------------------------------------------
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        raise NotImplementedError
+
+    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        raise NotImplementedError
+
+    def _is_conflict(self, exc: Exception) -> bool:
+        raise NotImplementedError
+
+    def _is_db_error(self, exc: Exception) -> bool:
+        raise NotImplementedError
+
+    def _hint(self, column: str) -> str:
+        return column
+
+    def _us(self, column: str) -> str:
+        """An SQL expression giving the instant column as integer microseconds."""
+        return column
+
+    def _bind(self, micros: int | None) -> Any:
+        """The parameter value for an instant given in microseconds."""
+        return micros
+
+    def _read(self, value: Any) -> int | None:
+        """Microseconds from a stored instant."""
+        return None if value is None else int(value)
+
+    def _json_each(self, expression: str) -> str:
+        raise NotImplementedError
+
+    def _greatest(self, a: str, b: str) -> str:
+        return f"GREATEST({a}, {b})"
+
+    def _after_purge(self) -> None:
+        """Run inside the purge's transaction (e.g. rewrite a full-text index)."""
+
+    def lexical(self, space: str, agents: Sequence[str], query: str) -> LexicalMatches:
+        raise NotImplementedError
+
+    def scrub(self) -> bool:
+        raise NotImplementedError
+
+    def _bytes_on_disk(self) -> int:
+        raise NotImplementedError
+
+    # -- transactions ----------------------------------------------------------------------
+    def _translate(self, exc: Exception, what: str) -> Exception:
+        if self._is_conflict(exc):
+            return ConflictError(f"{self.location}: {what} conflicts with stored data: {exc}")
+        return StoreError(f"{self.location}: {what} failed: {exc}")
+
+    @contextmanager
+    def _transaction(self, begin: str, what: str) -> Iterator[None]:
+        with self._lock:
+            if self._in_transaction:
+                yield
+                return
+            try:
+                self._execute(begin)
+            except Exception as exc:
+                if self._is_db_error(exc):
+                    raise StoreError(f"{self.location}: cannot start a transaction: {exc}") from exc
+                raise
+            self._in_transaction = True
+            try:
+                yield
+            except BaseException as exc:
+                self._execute("ROLLBACK")
+                if isinstance(exc, Exception) and self._is_db_error(exc):
+                    raise self._translate(exc, what) from exc
+                raise
+            else:
+                try:
+                    self._execute("COMMIT")
+                except Exception as exc:
+                    if self._is_db_error(exc):
+                        raise self._translate(exc, what) from exc
+                    raise
+            finally:
+                self._in_transaction = False
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        with self._transaction(self._begin_write, "write"):
+            yield
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        with self._transaction(self._begin_read, "read"):
+            yield
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            try:
+                return self._execute(sql, params).fetchall()
+            except Exception as exc:
+                if self._is_db_error(exc):
+                    raise self._translate(exc, "query") from exc
+                raise
+
+    # -- schema ----------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        latest = self.migrations[-1].version
+        with self.write():
+            self._execute(
+                "CREATE TABLE IF NOT EXISTS schema_version ("
+                " version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            current = self._execute(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_version"
+            ).fetchone()[0]
+            if current > latest:
+                raise StoreError(
+                    f"{self.location} has schema version {current}, newer than this chronomem "
+                    f"understands ({latest}); upgrade chronomem"
+                )
+            for migration in self.migrations:
+                if migration.version <= current:
+                    continue
+                for statement in migration.statements:
+                    self._execute(statement)
+                self._execute(
+                    "INSERT INTO schema_version (version, description, applied_at)"
+                    " VALUES (?, ?, ?)",
+                    (migration.version, migration.description, datetime.now(UTC).isoformat()),
+                )
+
+    def schema_version(self) -> int:
+        return int(self._query("SELECT MAX(version) FROM schema_version")[0][0])
+
+    def embedding_meta(self) -> EmbeddingMeta:
+        rows = dict(self._query("SELECT key, value FROM store_meta"))
+        dim = rows.get("embedding_dim")
+        return EmbeddingMeta(
+            model=rows.get("embedding_model"), dim=None if dim is None else int(dim)
+        )
+
+    def set_embedding_meta(self, meta: EmbeddingMeta) -> None:
+        with self.write():
+            row = self._execute(
+                "SELECT value FROM store_meta WHERE key = 'embedding_dim'"
+            ).fetchone()
+            if row is not None and row[0] is not None:
+                raise StoreError(
+                    f"{self.location}: the embedding dimension is already set ({row[0]})"
+                )
+            self._executemany(
+                "INSERT INTO store_meta (key, value) VALUES (?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [
+                    ("embedding_model", meta.model),
+                    ("embedding_dim", None if meta.dim is None else str(meta.dim)),
+                ],
+            )
+
+    # -- values ----------------------------------------------------------------------------
+    def _dt(self, value: Any) -> datetime | None:
+        micros = self._read(value)
+        return None if micros is None else from_micros(micros)
+
+    def _instant(self, value: datetime | None) -> Any:
+        return self._bind(None if value is None else to_micros(value))
+
+    def _record_params(self, r: Record) -> tuple[Any, ...]:
+        return tuple(
+            self._instant(getattr(r, name)) if name in _INSTANTS else value
+            for name, value in zip(
+                RECORD_COLUMNS,
+                (
+                    r.id, r.space, r.agent, r.kind.value, r.text, float(r.importance),
+                    r.occurred_at, r.recorded_at, r.last_accessed_at, r.last_verified_at,
+                    r.valid_from, r.valid_until, r.status.value, r.superseded_by, r.superseded_at,
+                    r.valid_until_before, r.closed_reason, _json(list(r.supersedes)), r.domain,
+                    _json(list(r.tags)), _json(dict(r.metadata)), _json(list(r.evidence)),
+                    r.depth, r.event_id, r.sensitivity.value, r.evidence_status.value,
+                    float(r.feedback_score),
+                ),
+                strict=True,
+            )
+        )  # fmt: skip
+
+    def _record(self, row: Sequence[Any]) -> Record:
+        v = dict(zip(RECORD_COLUMNS, row, strict=False))
+        return Record(
+            id=v["id"],
+            space=v["space"],
+            agent=v["agent"],
+            kind=_KINDS[v["kind"]],
+            text=v["text"],
+            importance=float(v["importance"]),
+            occurred_at=self._dt(v["occurred_at"]),  # type: ignore[arg-type]
+            recorded_at=self._dt(v["recorded_at"]),  # type: ignore[arg-type]
+            last_accessed_at=self._dt(v["last_accessed_at"]),  # type: ignore[arg-type]
+            last_verified_at=self._dt(v["last_verified_at"]),
+            valid_from=self._dt(v["valid_from"]),
+            valid_until=self._dt(v["valid_until"]),
+            status=_STATUSES[v["status"]],
+            superseded_by=v["superseded_by"],
+            superseded_at=self._dt(v["superseded_at"]),
+            valid_until_before=self._dt(v["valid_until_before"]),
+            closed_reason=v["closed_reason"],
+            supersedes=_json_tuple(v["supersedes"]),
+            domain=v["domain"],
+            tags=_json_tuple(v["tags"]),
+            metadata={} if v["metadata"] == "{}" else json.loads(v["metadata"]),
+            evidence=_json_tuple(v["evidence"]),
+            depth=int(v["depth"]),
+            event_id=v["event_id"],
+            sensitivity=_SENSITIVITIES[v["sensitivity"]],
+            evidence_status=_EVIDENCE_STATUSES[v["evidence_status"]],
+            feedback_score=float(v["feedback_score"]),
+            has_embedding=bool(row[len(RECORD_COLUMNS)]),
+        )
+
+    @property
+    def _select_record(self) -> str:
+        return ", ".join(RECORD_COLUMNS) + ", embedding IS NOT NULL"
+
+    # -- writes ----------------------------------------------------------------------------
+    def _bump(self, space: str) -> int:
+        self._execute("INSERT INTO spaces (space) VALUES (?) ON CONFLICT DO NOTHING", (space,))
+        row = self._execute(
+            "UPDATE spaces SET change_seq = change_seq + 1 WHERE space = ? RETURNING change_seq",
+            (space,),
+        ).fetchone()
+        return int(row[0])
+
+    def insert_records(self, space: str, items: Sequence[StoredRecord]) -> None:
+        if not items:
+            return
+        columns = ", ".join((*RECORD_COLUMNS, "embedding", "change_seq"))
+        with self.write():
+            seq = self._bump(space)
+            self._executemany(
+                "INSERT INTO agents (space, agent) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                sorted({(space, item.record.agent) for item in items}),
+            )
+            self._executemany(
+                f"INSERT INTO records ({columns}) VALUES ({_marks(len(RECORD_COLUMNS) + 2)})",
+                [(*self._record_params(i.record), _vector_blob(i.embedding), seq) for i in items],
+            )
+            # The reflection trigger (DESIGN §5): perceived importance accumulates per agent;
+            # reflections themselves do not count.
+            added: dict[str, float] = {}
+            for item in items:
+                if item.record.kind is not Kind.REFLECTION:
+                    agent = item.record.agent
+                    added[agent] = added.get(agent, 0.0) + float(item.record.importance)
+            self._executemany(
+                "UPDATE agents SET importance_accumulated = importance_accumulated + ?"
+                " WHERE space = ? AND agent = ?",
+                [(amount, space, agent) for agent, amount in sorted(added.items())],
+            )
+
+    def touch(self, space: str, ids: Sequence[str], at_us: int) -> int:
+        if not ids:
+            return 0
+        changed = 0
+        at = self._bind(at_us)
+        with self.write():
+            seq = self._bump(space)
+            for chunk in _chunks(list(ids)):
+                cur = self._execute(
+                    "UPDATE records SET last_accessed_at = ?, change_seq = ?"
+                    f" WHERE id IN ({_marks(len(chunk))}) AND {self._hint('space')} = ?"
+                    " AND last_accessed_at < ?",
+                    (at, seq, *chunk, space, at),
+                )
+                changed += cur.rowcount
+        return changed
+
+    # -- reads -----------------------------------------------------------------------------
+    def get_records(self, space: str, ids: Sequence[str]) -> list[Record]:
+        found: dict[str, Record] = {}
+        for chunk in _chunks(list(ids)):
+            rows = self._query(
+                f"SELECT {self._select_record} FROM records"
+                f" WHERE id IN ({_marks(len(chunk))}) AND {self._hint('space')} = ?",
+                (*chunk, space),
+            )
+            for row in rows:
+                found[row[0]] = self._record(row)
+        return [found[i] for i in ids if i in found]
+
+    def get_embedding(self, space: str, record_id: str) -> np.ndarray | None:
+        rows = self._query(
+            f"SELECT embedding FROM records WHERE id = ? AND {self._hint('space')} = ?",
+            (record_id, space),
+        )
+        return _vector(rows[0][0]) if rows else None
+
+    def agents(self, space: str) -> list[str]:
+        rows = self._query("SELECT agent FROM agents WHERE space = ? ORDER BY agent", (space,))
+        return [r[0] for r in rows]
+
+    def change_seq(self, space: str) -> int:
+        rows = self._query("SELECT change_seq FROM spaces WHERE space = ?", (space,))
+        return int(rows[0][0]) if rows else 0
+
+    def load_columns(
+        self, space: str, agents: Sequence[str], *, after_seq: int | None = None
+    ) -> RecordColumns:
+        if not agents:
+            return _columns([], self.location)
+        us = self._us
+        sql = (
+            f"SELECT pk, id, agent, kind, text, importance, {us('recorded_at')},"
+            f" {us('last_accessed_at')}, COALESCE({us('last_verified_at')}, {SINCE_EVER}),"
+            f" COALESCE({us('valid_from')}, {SINCE_EVER}), COALESCE({us('valid_until')}, {NEVER}),"
+            f" COALESCE({us('superseded_at')}, {NEVER}), feedback_score,"
+            f" COALESCE(CASE WHEN superseded_at IS NULL THEN {us('valid_until')}"
+            f" ELSE {us('valid_until_before')} END, {NEVER}),"
+            f" domain, event_id, embedding FROM records"
+            f" WHERE space = ? AND agent IN ({_marks(len(agents))})"
+        )
+        params: list[Any] = [space, *agents]
+        if after_seq is not None:
+            sql += " AND change_seq > ?"
+            params.append(after_seq)
+        return _columns(self._query(sql + " ORDER BY pk", params), self.location)
+
+    def removed_since(self, space: str, after_seq: int) -> list[tuple[str, str]]:
+        rows = self._query(
+            "SELECT record_id, agent FROM tombstones WHERE space = ? AND change_seq > ?",
+            (space, after_seq),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def iter_records(self, space: str) -> Iterator[StoredRecord]:
+        last_pk = 0
+        while True:
+            rows = self._query(
+                f"SELECT pk, {self._select_record}, embedding FROM records"
+                f" WHERE pk > ? AND {self._hint('space')} = ? ORDER BY pk LIMIT 1000",
+                (last_pk, space),
+            )
+            if not rows:
+                return
+            for row in rows:
+                yield StoredRecord(record=self._record(row[1:-1]), embedding=_vector(row[-1]))
+            last_pk = rows[-1][0]
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for chunk in _chunks(list(ids)):
+            rows = self._query(f"SELECT id FROM records WHERE id IN ({_marks(len(chunk))})", chunk)
+            found.update(r[0] for r in rows)
+        return found
+
+    def stats(self, space: str) -> dict[str, Any]:
+        meta = self.embedding_meta()
+        rows = self._query(
+            "SELECT agent, kind, COUNT(*) FROM records WHERE space = ? GROUP BY agent, kind"
+            " ORDER BY agent, kind",
+            (space,),
+        )
+        agents: dict[str, dict[str, int]] = {}
+        for agent, kind, count in rows:
+            agents.setdefault(agent, {})[kind] = int(count)
+        return {
+            "store": self.location,
+            "schema_version": self.schema_version(),
+            "space": space,
+            "records": sum(sum(k.values()) for k in agents.values()),
+            "agents": agents,
+            "embedding_model": meta.model,
+            "embedding_dim": meta.dim,
+            "bytes_on_disk": self._bytes_on_disk(),
+        }
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def close_records(self, space: str, closures: Sequence[Closure]) -> None:
+        if not closures:
+            return
+        with self.write():
+            seq = self._bump(space)
+            for c in closures:
+                cur = self._execute(
+                    "UPDATE records SET status = ?, superseded_by = ?, superseded_at = ?,"
+                    " valid_until = ?, valid_until_before = ?, closed_reason = ?, change_seq = ?"
+                    f" WHERE id = ? AND {self._hint('space')} = ? AND status = 'open'",
+                    (
+                        c.status.value, c.superseded_by, self._instant(c.superseded_at),
+                        self._instant(c.valid_until), self._instant(c.valid_until_before),
+                        c.reason, seq, c.record_id, space,
+                    ),
+                )  # fmt: skip
+                if cur.rowcount != 1:
+                    raise ConflictError(
+                        f"record {c.record_id} is no longer open (changed concurrently)",
+                        record_id=c.record_id,
+                    )
+
+    def set_verified(self, space: str, record_id: str, at_us: int) -> None:
+        at = self._bind(at_us)
+        with self.write():
+            seq = self._bump(space)
+            self._execute(
+                "UPDATE records SET last_verified_at ="
+                f" {self._greatest('COALESCE(last_verified_at, ?)', '?')},"
+                f" change_seq = ? WHERE id = ? AND {self._hint('space')} = ?",
+                (at, at, seq, record_id, space),
+            )
+
+    def add_feedback(self, space: str, record_id: str, signal: float) -> float:
+        with self.write():
+            seq = self._bump(space)
+            row = self._execute(
+                "UPDATE records SET feedback_score = feedback_score + ?, change_seq = ?"
+                f" WHERE id = ? AND {self._hint('space')} = ? RETURNING feedback_score",
+                (signal, seq, record_id, space),
+            ).fetchone()
+        return float(row[0])
+
+    def dependants(self, space: str, record_id: str) -> list[tuple[str, str]]:
+        hint = self._hint
+        rows = self._query(
+            f"SELECT r.id, 'cites it as evidence' FROM records r, {self._json_each('r.evidence')}"
+            " WHERE r.space = ? AND e.value = ?"
+            " UNION ALL SELECT superseded_by, 'supersedes it' FROM records"
+            f" WHERE id = ? AND {hint('space')} = ? AND superseded_by IS NOT NULL"
+            " UNION ALL SELECT e.value, 'is superseded by it' FROM records r,"
+            f" {self._json_each('r.supersedes')} WHERE r.id = ? AND {hint('r.space')} = ?",
+            (space, record_id, record_id, space, record_id, space),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def delete_records(self, space: str, ids: Sequence[str], *, purge: bool) -> None:
+        if not ids:
+            return
+        with self.write():
+            seq = self._bump(space)
+            for chunk in _chunks(list(ids)):
+                marks = _marks(len(chunk))
+                self._execute(
+                    "INSERT INTO tombstones (space, record_id, agent, change_seq)"
+                    f" SELECT space, id, agent, ? FROM records WHERE id IN ({marks})"
+                    f" AND {self._hint('space')} = ?",
+                    (seq, *chunk, space),
+                )
+                self._execute(
+                    f"DELETE FROM records WHERE id IN ({marks}) AND {self._hint('space')} = ?",
+                    (*chunk, space),
+                )
+            if purge:
+                self._after_purge()
+
+    def flag_evidence(self, space: str, cited_ids: Sequence[str], status: str) -> list[str]:
+        if not cited_ids:
+            return []
+        # "missing" is the stronger flag: a record citing a purged record stays missing.
+        weaker = "" if status == "evidence_missing" else " AND r.evidence_status = 'ok'"
+        with self.write():
+            rows = self._execute(
+                f"SELECT DISTINCT r.id FROM records r, {self._json_each('r.evidence')}"
+                f" WHERE r.space = ? AND e.value IN ({_marks(len(cited_ids))}){weaker}",
+                (space, *cited_ids),
+            ).fetchall()
+            flagged = sorted(r[0] for r in rows)
+            if flagged:
+                seq = self._bump(space)
+                self._executemany(
+                    "UPDATE records SET evidence_status = ?, change_seq = ? WHERE id = ?",
+                    [(status, seq, rid) for rid in flagged],
+                )
+        return flagged
+
+    def append_audit(self, space: str, entries: Sequence[AuditEntry]) -> None:
+        if not entries:
+            return
+        with self.write():
+            self._executemany(
+                "INSERT INTO audit_log (space, at, action, record_id, actor, reason, detail)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (space, self._instant(e.at), e.action, e.record_id, e.actor, e.reason,
+                     _json(dict(e.detail)))
+                    for e in entries
+                ],
+            )  # fmt: skip
+
+    def audit(self, space: str, record_id: str | None = None) -> list[AuditEntry]:
+        sql = "SELECT seq, at, action, record_id, actor, reason, detail FROM audit_log"
+        sql += " WHERE space = ?" + (" AND record_id = ?" if record_id else "") + " ORDER BY seq"
+        rows = self._query(sql, (space, record_id) if record_id else (space,))
+        return [
+            AuditEntry(
+                seq=int(r[0]), at=self._dt(r[1]), action=r[2], record_id=r[3],  # type: ignore[arg-type]
+                actor=r[4], reason=r[5], detail=json.loads(r[6]),
+            )
+            for r in rows
+        ]  # fmt: skip
+
+    # -- reflection trigger ------------------------------------------------------------------
+    def accumulated_importance(self, space: str, agent: str) -> float:
+        rows = self._query(
+            "SELECT importance_accumulated FROM agents WHERE space = ? AND agent = ?",
+            (space, agent),
+        )
+        return float(rows[0][0]) if rows else 0.0
+
+    def set_accumulated_importance(self, space: str, agent: str, value: float) -> None:
+        with self.write():
+            self._execute("INSERT INTO spaces (space) VALUES (?) ON CONFLICT DO NOTHING", (space,))
+            self._execute(
+                "INSERT INTO agents (space, agent, importance_accumulated) VALUES (?, ?, ?)"
+                " ON CONFLICT (space, agent) DO UPDATE SET importance_accumulated = excluded."
+                "importance_accumulated",
+                (space, agent, value),
+            )
+
+    # -- causal graph ----------------------------------------------------------------------
+    def _event(self, row: Sequence[Any]) -> Event:
+        rid, space, text, kind, scope, occurred_at, recorded_at, metadata, has = row
+        return Event(
+            id=rid,
+            space=space,
+            text=text,
+            kind=EventKind(kind),
+            scope=scope,
+            occurred_at=self._dt(occurred_at),  # type: ignore[arg-type]
+            recorded_at=self._dt(recorded_at),  # type: ignore[arg-type]
+            metadata={} if metadata == "{}" else json.loads(metadata),
+            has_embedding=bool(has),
+        )
+
+    def _link(self, row: Sequence[Any]) -> Link:
+        cause, effect, weight, provenance, similarity, created_at = row
+        return Link(
+            cause=cause,
+            effect=effect,
+            weight=float(weight),
+            provenance=Provenance(provenance),
+            similarity=None if similarity is None else float(similarity),
+            created_at=self._dt(created_at),  # type: ignore[arg-type]
+        )
+
+    def insert_event(self, space: str, event: Event, embedding: np.ndarray | None) -> None:
+        with self.write():
+            self._bump(space)
+            self._execute(
+                "INSERT INTO events (id, space, text, kind, scope, occurred_at, recorded_at,"
+                " metadata, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    event.id, space, event.text, event.kind.value, event.scope,
+                    self._instant(event.occurred_at), self._instant(event.recorded_at),
+                    _json(dict(event.metadata)), _vector_blob(embedding),
+                ),
+            )  # fmt: skip
+
+    def get_events(self, space: str, ids: Sequence[str]) -> list[Event]:
+        found: dict[str, Event] = {}
+        for chunk in _chunks(list(ids)):
+            rows = self._query(
+                f"SELECT {_EVENT_COLUMNS} FROM events"
+                f" WHERE id IN ({_marks(len(chunk))}) AND {self._hint('space')} = ?",
+                (*chunk, space),
+            )
+            found.update((row[0], self._event(row)) for row in rows)
+        return [found[i] for i in ids if i in found]
+
+    def event_embeddings(self, space: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for chunk in _chunks(list(ids)):
+            rows = self._query(
+                f"SELECT id, embedding FROM events WHERE id IN ({_marks(len(chunk))})"
+                f" AND {self._hint('space')} = ? AND embedding IS NOT NULL",
+                (*chunk, space),
+            )
+            for rid, blob in rows:
+                vector = _vector(blob)
+                if vector is not None:
+                    out[rid] = vector
+        return out
+
+    def events_between(
+        self, space: str, *, after_us: int, before_us: int, scope: str | None = None
+    ) -> list[Event]:
+        sql = (
+            f"SELECT {_EVENT_COLUMNS} FROM events WHERE space = ? AND occurred_at >= ?"
+            " AND occurred_at < ?"
+        )
+        params: list[Any] = [space, self._bind(after_us), self._bind(before_us)]
+        if scope is not None:
+            sql += " AND scope = ?"
+            params.append(scope)
+        return [self._event(r) for r in self._query(sql + " ORDER BY occurred_at, id", params)]
+
+    def put_link(self, space: str, link: Link) -> None:
+        with self.write():
+            self._bump(space)
+            self._execute(
+                "INSERT INTO links (space, cause, effect, weight, provenance, similarity,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (space, cause, effect)"
+                " DO UPDATE SET weight = excluded.weight, provenance = excluded.provenance,"
+                " similarity = excluded.similarity, created_at = excluded.created_at",
+                (
+                    space, link.cause, link.effect, link.weight, link.provenance.value,
+                    link.similarity, self._instant(link.created_at),
+                ),
+            )  # fmt: skip
+
+    def get_link(self, space: str, cause: str, effect: str) -> Link | None:
+        rows = self._query(
+            f"SELECT {_LINK_COLUMNS} FROM links WHERE space = ? AND cause = ? AND effect = ?",
+            (space, cause, effect),
+        )
+        return self._link(rows[0]) if rows else None
+
+    def delete_link(self, space: str, cause: str, effect: str) -> bool:
+        with self.write():
+            cur = self._execute(
+                "DELETE FROM links WHERE space = ? AND cause = ? AND effect = ?",
+                (space, cause, effect),
+            )
+            if cur.rowcount:
+                self._bump(space)
+        return cur.rowcount > 0
+
+    def links(self, space: str, *, as_of_us: int | None = None) -> list[Link]:
+        sql = f"SELECT {_LINK_COLUMNS} FROM links WHERE space = ?"
+        params: list[Any] = [space]
+        if as_of_us is not None:
+            sql += " AND created_at <= ?"
+            params.append(self._bind(as_of_us))
+        return [self._link(r) for r in self._query(sql + " ORDER BY cause, effect", params)]
+
+
+def _columns(rows: list[Any], location: str) -> RecordColumns:
+    n = len(rows)
+    if n == 0:
+        empty_i = np.empty(0, np.int64)
+        return RecordColumns(
+            pk=empty_i, ids=[], agents=[], kinds=[], texts=[],
+            importance=np.empty(0, np.float64), recorded_at=empty_i, last_accessed_at=empty_i,
+            last_verified_at=empty_i, valid_from=empty_i, valid_until=empty_i,
+            superseded_at=empty_i, feedback_score=np.empty(0, np.float64),
+            valid_until_before=empty_i, domains=[], event_ids=[],
+            has_embedding=np.empty(0, np.bool_), embeddings=None,
+        )  # fmt: skip
+    cols = list(zip(*rows, strict=True))
+    blobs = [None if b is None else bytes(b) for b in cols[16]]
+    has = np.fromiter((b is not None for b in blobs), dtype=np.bool_, count=n)
+    embeddings = None
+    if has.any():
+        sizes = {len(b) for b in blobs if b is not None}
+        if len(sizes) != 1:
+            raise StoreError(f"{location}: stored embeddings have mixed dimensions {sorted(sizes)}")
+        zero = bytes(sizes.pop())
+        buf = b"".join(b if b is not None else zero for b in blobs)
+        embeddings = np.frombuffer(buf, dtype="<f4").reshape(n, -1).astype(np.float32)
+    return RecordColumns(
+        pk=np.asarray(cols[0], dtype=np.int64),
+        ids=list(cols[1]),
+        agents=list(cols[2]),
+        kinds=list(cols[3]),
+        texts=list(cols[4]),
+        importance=np.asarray(cols[5], dtype=np.float64),
+        recorded_at=np.asarray(cols[6], dtype=np.int64),
+        last_accessed_at=np.asarray(cols[7], dtype=np.int64),
+        last_verified_at=np.asarray(cols[8], dtype=np.int64),
+        valid_from=np.asarray(cols[9], dtype=np.int64),
+        valid_until=np.asarray(cols[10], dtype=np.int64),
+        superseded_at=np.asarray(cols[11], dtype=np.int64),
+        feedback_score=np.asarray(cols[12], dtype=np.float64),
+        valid_until_before=np.asarray(cols[13], dtype=np.int64),
+        domains=list(cols[14]),
+        event_ids=list(cols[15]),
+        has_embedding=has,
+        embeddings=embeddings,
+    )
