@@ -1,8 +1,10 @@
-"""Shared fixtures: a settable clock, real SQLite files, fixed vectors, and the real model."""
+"""Shared fixtures: a settable clock, real SQLite files and PostgreSQL databases, fixed vectors,
+and the real model."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,6 +14,8 @@ import numpy.typing as npt
 import pytest
 
 from chronomem import Memory, SimClock
+
+from .postgres_server import Unavailable, server
 
 T0 = datetime(2024, 1, 1, 9, 0, tzinfo=UTC)
 
@@ -72,10 +76,42 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "memory.db"
 
 
+@pytest.fixture(scope="session")
+def postgres_admin() -> Iterator[str]:
+    """A PostgreSQL server for the session (see tests/postgres_server.py). Skipped when none can
+    be started, except in CI (``CI=true``), where that is a failure."""
+    try:
+        with server() as url:
+            yield url
+    except Unavailable as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI needs a PostgreSQL server for the store contract tests: {exc}")
+        pytest.skip(f"no PostgreSQL server: {exc}")
+
+
 @pytest.fixture
-def mem(db_path: Path, clock: SimClock) -> Iterator[Memory]:
-    """A real SQLite file, no embedder: tests pass vectors explicitly."""
-    with Memory.open(db_path, embedder=None, clock=clock, preset="generative-agents") as m:
+def postgres_url(postgres_admin: str) -> Iterator[str]:
+    """A fresh, empty database on the session's server."""
+    from chronomem.stores.postgres import scratch_database
+
+    with scratch_database(postgres_admin, prefix="chronomem_test") as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, db_path: Path) -> str | Path:
+    """Where a store lives, once per backend: tests that take it form the store contract suite
+    and must pass identically on every store."""
+    if request.param == "sqlite":
+        return db_path
+    return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def mem(location: str | Path, clock: SimClock) -> Iterator[Memory]:
+    """A store on every backend (a real SQLite file, a real PostgreSQL database), no embedder:
+    tests pass vectors explicitly."""
+    with Memory.open(location, embedder=None, clock=clock, preset="generative-agents") as m:
         yield m
 
 

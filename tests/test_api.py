@@ -22,22 +22,24 @@ def test_public_api_is_pinned() -> None:
         "EventKind", "EvidenceStatus", "ForgetResult", "Fusion", "GAImportReport",
         "HeuristicImportance", "Hit", "ImportReport", "ImportanceScorer", "InvalidInputError",
         "Kind", "LLMClient", "LLMError", "LLMHTTPError", "LLMImportance", "LLMResponseError",
-        "LLMTimeoutError", "LifecycleConfig", "Link", "Memory", "MemoryStore", "Normalisation",
-        "NotFoundError", "OpenAICompatibleLLM", "PRESETS", "Provenance", "RecencyMode", "Record",
+        "LLMTimeoutError", "LifecycleConfig", "Link", "Memory", "MemoryStore", "MigratedSpace",
+        "Normalisation", "NotFoundError", "OpenAICompatibleLLM", "PRESETS", "PostgresStore",
+        "Provenance", "RecencyMode", "Record",
         "ReflectionConfig", "ReflectionError", "ReflectionResult", "RelevanceMode", "SQLiteStore",
         "ScoringConfig", "ScriptedLLM", "Sensitivity", "SentenceTransformerEmbedder", "SimClock",
         "Status", "StoreError", "SystemClock", "Ticks", "VersionConfig", "Weights", "WriteGate",
-        "WriteResult", "require_aware", "resolve_preset",
+        "WriteResult", "migrate", "require_aware", "resolve_preset",
     }  # fmt: skip
 
 
 def test_import_is_light() -> None:
     code = (
         "import sys, chronomem;"
-        "print('torch' in sys.modules, 'sentence_transformers' in sys.modules)"
+        "print('torch' in sys.modules, 'sentence_transformers' in sys.modules,"
+        " 'psycopg' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "False"]
+    assert out.stdout.split() == ["False", "False", "False"]
 
 
 def test_presets_are_read_only() -> None:

@@ -10,62 +10,8 @@ import pytest
 
 from chronomem import ConflictError, InvalidInputError, Memory, SimClock
 
-from .conftest import T0, unit
-
-QUERY = unit(1, 0.2, 0.1)
-
-
-def _populate(mem: Memory, clock: SimClock) -> None:
-    clock.set(T0 + timedelta(microseconds=123_457))
-    base = mem.remember(
-        "Maria agreed to decorate the cafe",
-        agent="isabella",
-        kind="observation",
-        importance=6,
-        occurred_at=T0 - timedelta(days=1, microseconds=3),
-        domain="party",
-        tags=("party", "maria"),
-        metadata={"source": "chat", "turn": 7, "nested": {"ok": True}},
-        embedding=unit(1, 0.1, 0.3),
-    ).id
-    for i in range(8):
-        clock.advance(hours=1 + i * 3, microseconds=17 * i)
-        mem.remember(
-            f"note {i} about the cafe",
-            agent="isabella",
-            importance=1 + i,
-            embedding=unit(1, i / 8, (i % 3) / 2),
-        )
-    mem.remember(
-        "the cafe is where the neighbourhood gathers",
-        agent="isabella",
-        kind="reflection",
-        importance=7,
-        evidence=(base,),
-        valid_from=T0,
-        valid_until=T0 + timedelta(days=400),
-        sensitivity="personal",
-        embedding=unit(1, 0.5, 0.5),
-    )
-    # Access after creation, at irregular instants.
-    for hours in (3, 11, 40):
-        clock.advance(hours=hours, microseconds=999)
-        mem.recall("q", agent="isabella", k=2, query_embedding=unit(1, hours / 40, 0))
-    # Lifecycle state: a supersession, a closed record, a verification, ratings.
-    fact = mem.remember(
-        "the cafe opens at 8", agent="isabella", kind="fact",
-        valid_until=T0 + timedelta(days=900), embedding=unit(0, 1, 0),
-    ).id  # fmt: skip
-    clock.advance(days=2)
-    mem.supersede(fact, "the cafe opens at 7", reason="new hours", embedding=unit(0, 1, 0.2))
-    doomed = mem.remember("the fridge is broken", agent="isabella", kind="fact",
-                          embedding=unit(0, 0, 1)).id  # fmt: skip
-    clock.advance(hours=1)
-    mem.close(doomed, "repaired", actor="maria")
-    mem.verify(base, actor="isabella")
-    mem.feedback(base, "helpful", "useful for planning")
-    mem.feedback(base, -0.25)
-    clock.advance(hours=5)
+from .conftest import unit
+from .scenario import QUERY, populate
 
 
 def _dump(mem: Memory) -> list[dict[str, object]]:
@@ -92,14 +38,16 @@ def _audit(mem: Memory) -> list[tuple[object, ...]]:
     return [(e.at, e.action, e.record_id, e.actor, e.reason, dict(e.detail)) for e in mem.audit()]
 
 
-def test_close_and_reopen_keeps_every_field_and_ranking(db_path: Path, clock: SimClock) -> None:
-    with Memory.open(db_path, embedder=None, clock=clock, preset="generative-agents") as mem:
-        _populate(mem, clock)
+def test_close_and_reopen_keeps_every_field_and_ranking(
+    location: str | Path, clock: SimClock
+) -> None:
+    with Memory.open(location, embedder=None, clock=clock, preset="generative-agents") as mem:
+        populate(mem, clock)
         records, ranking, audit = _dump(mem), _ranking(mem), _audit(mem)
     assert {"supersede", "close", "verify", "feedback"} <= {a[1] for a in audit}
     accessed = [r for r in records if r["last_accessed_at"] != r["recorded_at"]]
     assert len(accessed) >= 2  # the scenario really has access times after creation
-    with Memory.open(db_path, embedder=None, clock=clock, preset="generative-agents") as mem:
+    with Memory.open(location, embedder=None, clock=clock, preset="generative-agents") as mem:
         assert _dump(mem) == records
         assert _ranking(mem) == ranking
         assert _audit(mem) == audit
@@ -110,7 +58,7 @@ def test_export_import_keeps_ids_every_field_and_ranking(tmp_path: Path, clock: 
     with Memory.open(
         tmp_path / "a.db", embedder=None, clock=clock, preset="generative-agents"
     ) as a:
-        _populate(a, clock)
+        populate(a, clock)
         records, ranking, audit = _dump(a), _ranking(a), _audit(a)
         assert a.export(archive) == len(records)
         first_bytes = archive.read_bytes()

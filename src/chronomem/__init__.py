@@ -50,6 +50,7 @@ from chronomem.errors import (
 )
 from chronomem.importers.generative_agents import GAImportReport
 from chronomem.llm import LLMClient, OpenAICompatibleLLM, ScriptedLLM
+from chronomem.migrate import MigratedSpace, migrate
 from chronomem.model import (
     Ancestor,
     AuditEntry,
@@ -71,6 +72,7 @@ from chronomem.model import (
 )
 from chronomem.reflection.importance import HeuristicImportance, ImportanceScorer, LLMImportance
 from chronomem.stores.base import MemoryStore
+from chronomem.stores.postgres import PostgresStore
 from chronomem.stores.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
@@ -116,10 +118,12 @@ __all__ = [
     "Link",
     "Memory",
     "MemoryStore",
+    "MigratedSpace",
     "Normalisation",
     "NotFoundError",
     "OpenAICompatibleLLM",
     "PRESETS",
+    "PostgresStore",
     "Provenance",
     "RecencyMode",
     "Record",
@@ -141,6 +145,7 @@ __all__ = [
     "Weights",
     "WriteGate",
     "WriteResult",
+    "migrate",
     "require_aware",
     "resolve_preset",
 ]

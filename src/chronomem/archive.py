@@ -1,10 +1,13 @@
 """The JSONL archive format of ``export`` / ``import_`` (DESIGN §6).
 
-Line 1 is a header object (``{"format": "chronomem", "version": 1, ...}``); every further line is
+Line 1 is a header object (``{"format": "chronomem", "version": 2, ...}``); every further line is
 one object with a ``type``: ``record`` lines (every field of :class:`~chronomem.model.Record`,
 instants as ISO 8601 with offset to the microsecond, plus the raw embedding as base64 little-endian
-float32, exact) in insertion order, then ``audit`` lines (the audit log, oldest first). The output
-is deterministic: exporting the same space twice gives identical bytes.
+float32, exact) in insertion order, then ``audit`` lines (the audit log, oldest first), ``event``
+lines (the causal graph's events with their vectors, in insertion order), ``link`` lines (by cause
+and effect) and ``agent`` lines (each agent's reflection-trigger sum). Version 1 archives (records
+and audit only) are still read. The output is deterministic: exporting the same space twice, or
+after a migration to another store, gives identical bytes.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from chronomem.clock import require_aware
 from chronomem.embedders.base import Embedder
 from chronomem.errors import ConflictError, EmbedderMismatchError, InvalidInputError
 from chronomem.model.audit import AuditEntry
+from chronomem.model.event import Event, EventKind, Link, Provenance
 from chronomem.model.record import (
     INSTANT_FIELDS,
     EvidenceStatus,
@@ -50,7 +54,8 @@ __all__ = [
 ]
 
 FORMAT = "chronomem"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
 ID_PATTERN = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 
 
@@ -78,6 +83,8 @@ class ImportReport:
     path: str
     records: int
     audit_entries: int = 0
+    events: int = 0
+    links: int = 0
     problems: tuple[str, ...] = field(default=())
 
 
@@ -94,12 +101,59 @@ def record_to_json(item: StoredRecord) -> dict[str, Any]:
         out[name] = value
     for name in INSTANT_FIELDS:
         out[name] = _iso(getattr(r, name))
-    out["embedding"] = (
-        None
-        if item.embedding is None
-        else base64.b64encode(np.asarray(item.embedding, dtype="<f4").tobytes()).decode("ascii")
-    )
+    out["embedding"] = _vector_to_json(item.embedding)
     return out
+
+
+def _vector_to_json(vector: np.ndarray | None) -> str | None:
+    if vector is None:
+        return None
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def _vector_from_json(obj: dict[str, Any], dim: int | None) -> np.ndarray | None:
+    if obj.get("embedding") is None:
+        return None
+    raw = base64.b64decode(obj["embedding"], validate=True)
+    vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    if dim is not None and vector.shape[0] != dim:
+        raise ValueError(f"embedding has length {vector.shape[0]}, expected {dim}")
+    if not np.all(np.isfinite(vector)):
+        raise ValueError("embedding contains NaN or infinite values")
+    return vector
+
+
+def _id(obj: dict[str, Any], name: str = "id") -> str:
+    value = obj.get(name)
+    if not isinstance(value, str) or not ID_PATTERN.match(value):
+        raise ValueError(f"{name} must be a 26-character chronomem id; got {value!r}")
+    return value
+
+
+def _text(obj: dict[str, Any], name: str) -> str:
+    value = obj.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string")
+    return value
+
+
+def _object(obj: dict[str, Any], name: str) -> dict[str, Any]:
+    value = obj.get(name, {})
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be an object")
+    return value
+
+
+def _number(obj: dict[str, Any], name: str, low: float, high: float) -> float:
+    value = obj.get(name)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not low <= value <= high
+    ):
+        raise ValueError(f"{name} must be a number in {low:g}..{high:g}; got {value!r}")
+    return float(value)
 
 
 def _instant(obj: dict[str, Any], name: str, *, required: bool) -> datetime | None:
@@ -125,41 +179,19 @@ def _str_tuple(obj: dict[str, Any], name: str) -> tuple[str, ...]:
 def record_from_json(obj: dict[str, Any], *, space: str, dim: int | None) -> StoredRecord:
     """Parse one record line; raises ``ValueError`` (or ``InvalidInputError``) saying what is
     wrong."""
-    rid = obj.get("id")
-    if not isinstance(rid, str) or not ID_PATTERN.match(rid):
-        raise ValueError(f"id must be a 26-character chronomem id; got {rid!r}")
-    text = obj.get("text")
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("text must be a non-empty string")
-    agent = obj.get("agent")
-    if not isinstance(agent, str) or not agent:
-        raise ValueError("agent must be a non-empty string")
-    importance = obj.get("importance")
-    if (
-        isinstance(importance, bool)
-        or not isinstance(importance, int | float)
-        or not math.isfinite(importance)
-        or not 1 <= importance <= 10
-    ):
-        raise ValueError(f"importance must be a number in 1..10; got {importance!r}")
-    metadata = obj.get("metadata", {})
-    if not isinstance(metadata, dict):
-        raise ValueError("metadata must be an object")
-    embedding = None
-    if obj.get("embedding") is not None:
-        raw = base64.b64decode(obj["embedding"], validate=True)
-        embedding = np.frombuffer(raw, dtype="<f4").astype(np.float32)
-        if dim is not None and embedding.shape[0] != dim:
-            raise ValueError(f"embedding has length {embedding.shape[0]}, expected {dim}")
-        if not np.all(np.isfinite(embedding)):
-            raise ValueError("embedding contains NaN or infinite values")
+    rid = _id(obj)
+    text = _text(obj, "text")
+    agent = _text(obj, "agent")
+    importance = _number(obj, "importance", 1, 10)
+    metadata = _object(obj, "metadata")
+    embedding = _vector_from_json(obj, dim)
     record = Record(
         id=rid,
         space=space,
         agent=agent,
         kind=Kind(str(obj.get("kind"))),
         text=text,
-        importance=float(importance),
+        importance=importance,
         occurred_at=_instant(obj, "occurred_at", required=True),  # type: ignore[arg-type]
         recorded_at=_instant(obj, "recorded_at", required=True),  # type: ignore[arg-type]
         last_accessed_at=_instant(obj, "last_accessed_at", required=True),  # type: ignore[arg-type]
@@ -194,43 +226,105 @@ def audit_to_json(entry: AuditEntry) -> dict[str, Any]:
 
 
 def audit_from_json(obj: dict[str, Any]) -> AuditEntry:
-    for name in ("action", "record_id"):
-        if not isinstance(obj.get(name), str) or not obj[name]:
-            raise ValueError(f"{name} must be a non-empty string")
-    detail = obj.get("detail", {})
-    if not isinstance(detail, dict):
-        raise ValueError("detail must be an object")
     return AuditEntry(
         seq=0,
         at=_instant(obj, "at", required=True),  # type: ignore[arg-type]
-        action=obj["action"],
-        record_id=obj["record_id"],
+        action=_text(obj, "action"),
+        record_id=_text(obj, "record_id"),
         actor=obj.get("actor"),
         reason=obj.get("reason"),
-        detail=detail,
+        detail=_object(obj, "detail"),
     )
 
 
+def event_to_json(event: Event, embedding: np.ndarray | None) -> dict[str, Any]:
+    return {
+        "type": "event",
+        "id": event.id,
+        "text": event.text,
+        "kind": event.kind.value,
+        "scope": event.scope,
+        "occurred_at": _iso(event.occurred_at),
+        "recorded_at": _iso(event.recorded_at),
+        "metadata": dict(event.metadata),
+        "embedding": _vector_to_json(embedding),
+    }
+
+
+def event_from_json(
+    obj: dict[str, Any], *, space: str, dim: int | None
+) -> tuple[Event, np.ndarray | None]:
+    embedding = _vector_from_json(obj, dim)
+    scope = obj.get("scope")
+    if scope is not None and (not isinstance(scope, str) or not scope.strip()):
+        raise ValueError("scope must be a non-empty string or null")
+    event = Event(
+        id=_id(obj),
+        space=space,
+        text=_text(obj, "text"),
+        kind=EventKind(str(obj.get("kind"))),
+        scope=scope,
+        occurred_at=_instant(obj, "occurred_at", required=True),  # type: ignore[arg-type]
+        recorded_at=_instant(obj, "recorded_at", required=True),  # type: ignore[arg-type]
+        metadata=_object(obj, "metadata"),
+        has_embedding=embedding is not None,
+    )
+    return event, embedding
+
+
+def link_to_json(link: Link) -> dict[str, Any]:
+    return {
+        "type": "link",
+        "cause": link.cause,
+        "effect": link.effect,
+        "weight": link.weight,
+        "provenance": link.provenance.value,
+        "similarity": link.similarity,
+        "created_at": _iso(link.created_at),
+    }
+
+
+def link_from_json(obj: dict[str, Any]) -> Link:
+    cause, effect = _id(obj, "cause"), _id(obj, "effect")
+    if cause == effect:
+        raise ValueError(f"an event cannot cause itself ({cause})")
+    weight = _number(obj, "weight", 0, 1)
+    if weight == 0:
+        raise ValueError("weight must be in (0, 1]; got 0")
+    similarity = obj.get("similarity")
+    return Link(
+        cause=cause,
+        effect=effect,
+        weight=weight,
+        provenance=Provenance(str(obj.get("provenance"))),
+        similarity=None if similarity is None else _number(obj, "similarity", -1, 1),
+        created_at=_instant(obj, "created_at", required=True),  # type: ignore[arg-type]
+    )
+
+
+def agent_to_json(agent: str, accumulated: float) -> dict[str, Any]:
+    return {"type": "agent", "agent": agent, "importance_accumulated": accumulated}
+
+
 def write_archive(
-    path: str | os.PathLike[str],
-    header: ArchiveHeader,
-    items: Iterable[StoredRecord],
-    audit: Iterable[AuditEntry] = (),
+    path: str | os.PathLike[str], header: ArchiveHeader, lines: Iterable[dict[str, Any]]
 ) -> int:
-    """Write atomically (a temporary file renamed into place); return the number of records."""
+    """Write the header and ``lines`` atomically (a temporary file renamed into place); return
+    the number of record lines."""
     target = Path(path)
     tmp = target.with_name(f".{target.name}.tmp")
     count = 0
-    with tmp.open("w", encoding="utf-8", newline="\n") as fh:
-        fh.write(json.dumps(header.to_json(), ensure_ascii=False) + "\n")
-        for item in items:
-            fh.write(json.dumps(record_to_json(item), ensure_ascii=False) + "\n")
-            count += 1
-        for entry in audit:
-            fh.write(json.dumps(audit_to_json(entry), ensure_ascii=False) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, target)
+    try:
+        with tmp.open("w", encoding="utf-8", newline="\n") as fh:
+            fh.write(json.dumps(header.to_json(), ensure_ascii=False) + "\n")
+            for line in lines:
+                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+                count += line["type"] == "record"
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
     return count
 
 
@@ -251,11 +345,11 @@ def read_archive(
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         fh.close()
         raise InvalidInputError(f"{source}: not a chronomem archive", field="path")
-    if header.get("version") != VERSION:
+    if header.get("version") not in READABLE_VERSIONS:
         fh.close()
         raise InvalidInputError(
-            f"{source}: archive version {header.get('version')} is not supported (expected "
-            f"{VERSION})",
+            f"{source}: archive version {header.get('version')} is not supported (this "
+            f"chronomem reads versions {', '.join(map(str, READABLE_VERSIONS))})",
             field="path",
         )
 
@@ -280,8 +374,18 @@ def export_space(
 ) -> int:
     """Export one space from one consistent snapshot; return the number of records."""
     header = ArchiveHeader(space=space, embedding_model=meta.model, embedding_dim=meta.dim)
+
+    def lines() -> Iterator[dict[str, Any]]:
+        yield from (record_to_json(item) for item in store.iter_records(space))
+        yield from (audit_to_json(entry) for entry in store.audit(space))
+        yield from (event_to_json(event, vector) for event, vector in store.iter_events(space))
+        links = sorted(store.links(space), key=lambda link: (link.cause, link.effect))
+        yield from (link_to_json(link) for link in links)
+        for agent in sorted(store.agents(space)):
+            yield agent_to_json(agent, store.accumulated_importance(space, agent))
+
     with store.snapshot():
-        return write_archive(path, header, store.iter_records(space), store.audit(space))
+        return write_archive(path, header, lines())
 
 
 def _archive_meta(
@@ -339,6 +443,61 @@ def _dangling(
     ]
 
 
+@dataclass(slots=True)
+class _Contents:
+    """An archive's lines, parsed; ``line_of`` / ``event_line_of`` map ids to their line."""
+
+    records: list[StoredRecord] = field(default_factory=list)
+    audit: list[AuditEntry] = field(default_factory=list)
+    events: list[tuple[Event, np.ndarray | None]] = field(default_factory=list)
+    links: list[tuple[int, Link]] = field(default_factory=list)
+    agents: dict[str, float] = field(default_factory=dict)
+    line_of: dict[str, int] = field(default_factory=dict)
+    event_line_of: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    def add(self, number: int, obj: dict[str, Any], space: str, dim: int | None) -> None:
+        kind = obj.get("type")
+        if kind == "record":
+            item = record_from_json(obj, space=space, dim=dim)
+            _claim(self.line_of, number, item.record.id)
+            self.records.append(item)
+        elif kind == "audit":
+            self.audit.append(audit_from_json(obj))
+        elif kind == "event":
+            event, vector = event_from_json(obj, space=space, dim=dim)
+            _claim(self.event_line_of, number, event.id)
+            self.events.append((event, vector))
+        elif kind == "link":
+            self.links.append((number, link_from_json(obj)))
+        elif kind == "agent":
+            agent = _text(obj, "agent")
+            if agent in self.agents:
+                raise ValueError(f"agent {agent!r} appears twice")
+            self.agents[agent] = _number(obj, "importance_accumulated", 0, math.inf)
+        else:
+            raise ValueError(f"unknown line type {kind!r}")
+
+
+def _claim(line_of: dict[str, int], number: int, rid: str) -> None:
+    if rid in line_of:
+        raise ValueError(f"id {rid} repeats line {line_of[rid]}")
+    line_of[rid] = number
+
+
+def _dangling_links(store: MemoryStore, space: str, contents: _Contents) -> list[str]:
+    ends = {end for _, link in contents.links for end in (link.cause, link.effect)}
+    missing = ends - contents.event_line_of.keys()
+    if missing:
+        missing -= {e.id for e in store.get_events(space, sorted(missing))}
+    return [
+        f"line {number}: link {link.cause} -> {link.effect}: event {end!r} does not exist"
+        for number, link in contents.links
+        for end in (link.cause, link.effect)
+        if end in missing
+    ]
+
+
 def import_space(
     store: MemoryStore,
     space: str,
@@ -350,37 +509,25 @@ def import_space(
     nothing). Returns the report and the store's embedding metadata afterwards."""
     header, lines = read_archive(path)
     meta_after = _archive_meta(header, meta, embedder)
-    problems: list[str] = []
-    items: list[StoredRecord] = []
-    audit: list[AuditEntry] = []
-    line_of: dict[str, int] = {}
+    contents = _Contents()
     for number, obj in lines:
-        kind = obj.get("type")
         try:
-            if kind == "audit":
-                audit.append(audit_from_json(obj))
-                continue
-            if kind != "record":
-                raise ValueError(f"unknown line type {kind!r}")
-            item = record_from_json(obj, space=space, dim=meta_after.dim)
+            contents.add(number, obj, space, meta_after.dim)
         except (ValueError, InvalidInputError) as exc:
-            problems.append(f"line {number} (id {obj.get('id', obj.get('record_id'))!r}): {exc}")
-            continue
-        if item.record.id in line_of:
-            problems.append(
-                f"line {number}: id {item.record.id} repeats line {line_of[item.record.id]}"
-            )
-            continue
-        line_of[item.record.id] = number
-        items.append(item)
-    problems.extend(_dangling(store, space, items, line_of))
+            label = obj.get("id", obj.get("record_id", obj.get("agent")))
+            contents.problems.append(f"line {number} (id {label!r}): {exc}")
+    problems = contents.problems
+    problems.extend(_dangling(store, space, contents.records, contents.line_of))
+    problems.extend(_dangling_links(store, space, contents))
     if problems:
         shown = "\n  ".join(problems[:20])
         more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
         raise InvalidInputError(
             f"{path}: {len(problems)} problem(s), nothing imported:\n  {shown}{more}"
         )
-    clash = store.existing_ids([i.record.id for i in items])
+    records = contents.records
+    clash = store.existing_ids([i.record.id for i in records])
+    clash |= {e.id for e in store.get_events(space, [e.id for e, _ in contents.events])}
     if clash:
         first = sorted(clash)[0]
         raise ConflictError(
@@ -391,7 +538,20 @@ def import_space(
     with store.write():
         if meta_after != meta:
             store.set_embedding_meta(meta_after)
-        store.insert_records(space, items)
-        if audit:
-            store.append_audit(space, audit)
-    return ImportReport(path=str(path), records=len(items), audit_entries=len(audit)), meta_after
+        store.insert_records(space, records)
+        if contents.audit:
+            store.append_audit(space, contents.audit)
+        for event, vector in contents.events:
+            store.insert_event(space, event, vector)
+        for _, link in contents.links:
+            store.put_link(space, link)
+        for agent, accumulated in sorted(contents.agents.items()):
+            store.set_accumulated_importance(space, agent, accumulated)
+    report = ImportReport(
+        path=str(path),
+        records=len(records),
+        audit_entries=len(contents.audit),
+        events=len(contents.events),
+        links=len(contents.links),
+    )
+    return report, meta_after

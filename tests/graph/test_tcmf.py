@@ -239,9 +239,9 @@ def test_no_graph_means_plain_ranking_and_no_agents_means_no_memories(
 
 
 def test_without_vectors_witness_links_and_lexical_relevance_still_work(
-    db_path: Path, clock: SimClock
+    location: str | Path, clock: SimClock
 ) -> None:
-    with Memory.open(db_path.with_name("plain.db"), embedder=None, clock=clock) as mem:
+    with Memory.open(location, embedder=None, clock=clock) as mem:
         cause = mem.add_event("the dam cracked")
         crisis = mem.add_event("the valley flooded", kind="crisis")
         mem.link(cause.id, crisis.id)

@@ -35,9 +35,9 @@ CONFIG = ReflectionConfig(questions=1, insights=3, threshold=20, evidence_k=10)
 
 
 def test_a_reflection_citing_a_reflection_has_depth_2_and_round_trips(
-    db_path: Path, clock: SimClock, tmp_path: Path
+    location: str | Path, clock: SimClock, tmp_path: Path
 ) -> None:
-    with Memory.open(db_path, embedder=None, clock=clock, reflection=CONFIG) as mem:
+    with Memory.open(location, embedder=None, clock=clock, reflection=CONFIG) as mem:
         _day(mem, clock, ["Isabella plans a party", "Maria decorates the cafe"])
         first = mem.reflect("isabella", llm=ScriptedLLM([
             questions("What is Isabella doing?"), insights(("Isabella hosts parties", [1, 2])),
@@ -57,7 +57,7 @@ def test_a_reflection_citing_a_reflection_has_depth_2_and_round_trips(
         assert first.id in second.evidence
         assert second.depth == 2
         mem.export(tmp_path / "a.jsonl")
-    with Memory.open(db_path, embedder=None, clock=clock) as again:
+    with Memory.open(location, embedder=None, clock=clock) as again:
         assert (again.get(second.id).depth, again.get(second.id).evidence) == (2, second.evidence)
     with Memory.open(tmp_path / "b.db", embedder=None, clock=clock) as other:
         other.import_(tmp_path / "a.jsonl")
@@ -65,14 +65,14 @@ def test_a_reflection_citing_a_reflection_has_depth_2_and_round_trips(
 
 
 def test_the_trigger_accumulates_survives_a_restart_and_resets(
-    db_path: Path, clock: SimClock
+    location: str | Path, clock: SimClock
 ) -> None:
     llm = ScriptedLLM([questions("What matters?"), insights(("A busy week", [1]))])
-    with Memory.open(db_path, embedder=None, clock=clock, reflection=CONFIG) as mem:
+    with Memory.open(location, embedder=None, clock=clock, reflection=CONFIG) as mem:
         _day(mem, clock, ["a", "b"], importance=6)  # 12 < 20
         assert mem.accumulated_importance("isabella") == 12
         assert mem.maybe_reflect("isabella", llm=llm) is None
-    with Memory.open(db_path, embedder=None, clock=clock, reflection=CONFIG) as mem:
+    with Memory.open(location, embedder=None, clock=clock, reflection=CONFIG) as mem:
         assert mem.accumulated_importance("isabella") == 12  # persisted
         _day(mem, clock, ["c"], importance=8)  # 20 >= 20
         result = mem.maybe_reflect("isabella", llm=llm)

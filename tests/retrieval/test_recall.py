@@ -77,7 +77,7 @@ def test_shuffling_insertion_order_changes_no_ranking(tmp_path: Path, preset: st
 
 
 def test_touch_updates_exactly_the_returned_records_durably(
-    db_path: Path, mem: Memory, clock: SimClock
+    location: str | Path, mem: Memory, clock: SimClock
 ) -> None:
     for i in range(10):
         clock.advance(minutes=7)
@@ -88,7 +88,7 @@ def test_touch_updates_exactly_the_returned_records_durably(
     returned = {h.record.id for h in hits}
     assert len(returned) == 3
     mem.close()
-    with Memory.open(db_path, embedder=None, clock=clock) as again:
+    with Memory.open(location, embedder=None, clock=clock) as again:
         after = _all(again)
     for rid, record in after.items():
         if rid in returned:
@@ -277,12 +277,12 @@ def test_precomputed_vectors_work_without_an_embedder(mem: Memory) -> None:
     assert hits[0].breakdown.relevance_mode == "dense"
 
 
-def test_hybrid_default_uses_both_signals(db_path: Path, clock: SimClock) -> None:
+def test_hybrid_default_uses_both_signals(location: str | Path, clock: SimClock) -> None:
     same = unit(1, 1, 0, 0, 0, 0, 0, 0)
     embedder = FixedEmbedder(
         {"I like apples": same, "bananas are yellow": same, "apples": unit(1, 0, 0, 0, 0, 0, 0, 0)}
     )
-    with Memory.open(db_path, embedder=embedder, clock=clock) as mem:
+    with Memory.open(location, embedder=embedder, clock=clock) as mem:
         mem.remember("bananas are yellow")
         mem.remember("I like apples")
         for filler in ("the ferry leaves at noon", "a heron stood in the reeds", "rain again"):
@@ -325,10 +325,12 @@ def test_validity_windows_and_kinds_filter_candidates(mem: Memory, clock: SimClo
     assert len(every) == 3
 
 
-def test_writes_of_another_process_are_seen(db_path: Path, mem: Memory, clock: SimClock) -> None:
+def test_writes_of_another_process_are_seen(
+    location: str | Path, mem: Memory, clock: SimClock
+) -> None:
     mem.remember("first", embedding=unit(1, 0))
     assert len(mem.peek("q", query_embedding=unit(1, 0))) == 1  # arrays loaded
-    other = Memory.open(db_path, embedder=None, clock=clock)
+    other = Memory.open(location, embedder=None, clock=clock)
     second = other.remember("second", embedding=unit(1, 0)).id
     clock.advance(hours=1)
     other.recall("q", query_embedding=unit(0, 1), k=1)  # touches one record

@@ -47,13 +47,11 @@ def test_in_band_recency_prefers_the_latest_of_near_equal_scores() -> None:
     assert result.scores[1] > result.scores[0]
 
 
-def test_the_default_preset_prefers_the_updated_fact(db_path: Path, clock: SimClock) -> None:
-    with Memory.open(db_path, embedder=None, clock=clock) as mem:
+def test_the_default_preset_prefers_the_updated_fact(location: str | Path, clock: SimClock) -> None:
+    with Memory.open(location, embedder=None, clock=clock) as mem:
         old = mem.remember("I have 20 postcards in my collection", embedding=unit(1, 0.1, 0)).id
         clock.advance(days=60)
-        new = mem.remember(
-            "I now have 25 postcards in my collection", embedding=unit(1, 0.5, 0)
-        ).id
+        new = mem.remember("I now have 25 postcards in my collection", embedding=unit(1, 0.5, 0)).id
         clock.advance(days=1)
         hits = mem.peek("how many postcards do I have?", query_embedding=unit(1, 0.1, 0),
                         explain=True)  # fmt: skip

@@ -40,7 +40,7 @@ def test_store_uses_wal_and_records_its_schema_version(db_path: Path) -> None:
     versions = conn.execute("SELECT version, description FROM schema_version").fetchall()
     assert versions[0][0] == 1
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    assert {"records", "records_fts", "agents", "spaces", "store_meta"} <= tables
+    assert {"records", "postings", "agents", "spaces", "store_meta"} <= tables
     conn.close()
 
 

@@ -280,9 +280,8 @@ def _cmd_forget(args: argparse.Namespace, cfg: Settings) -> int:
     print(f"{result.record_id} {what}")
     if result.flagged:
         print(f"  flagged evidence_missing: {', '.join(result.flagged)}")
-    if not result.scrubbed:
-        print("  the write-ahead log is still held by another process; it is truncated at the "
-              "next checkpoint")  # fmt: skip
+    if result.remains:
+        print(f"  not yet physically erased: {result.remains}")
     return 0
 
 
@@ -395,9 +394,28 @@ def _cmd_import(args: argparse.Namespace, cfg: Settings) -> int:
         return 0
     with _open(cfg) as mem:
         report = mem.import_(args.path)
-    print(f"imported {report.records} records from {report.path}")
+    print(
+        f"imported {report.records} records, {report.audit_entries} audit entries, "
+        f"{report.events} events and {report.links} links from {report.path}"
+    )
     for problem in report.problems:
         print(f"  {problem}")
+    return 0
+
+
+def _cmd_migrate(args: argparse.Namespace, cfg: Settings) -> int:
+    from chronomem.migrate import MigratedSpace, migrate
+    from chronomem.stores.postgres import redact
+
+    def done(report: MigratedSpace) -> None:
+        print(
+            f"  {report.space}: {report.records} records, {report.audit_entries} audit entries, "
+            f"{report.events} events, {report.links} links"
+        )
+
+    print(f"migrating {redact(args.source)} -> {redact(args.target)}")
+    reports = migrate(args.source, args.target, spaces=args.spaces, on_space=done)
+    print(f"migrated {len(reports)} space(s)")
     return 0
 
 
@@ -428,7 +446,10 @@ def _cmd_demo(args: argparse.Namespace, cfg: Settings) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", help="store file (default: $CHRONOMEM_DB or ./chronomem.db)")
+    common.add_argument(
+        "--db",
+        help="SQLite file or postgresql:// URL (default: $CHRONOMEM_DB or ./chronomem.db)",
+    )
     common.add_argument("--space", help="namespace inside the store (default: 'default')")
     common.add_argument(
         "--no-embedder",
@@ -584,6 +605,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--agent", help="generative-agents: import as this agent (default: its name)")
     p.set_defaults(func=_cmd_import)
+
+    p = sub.add_parser(
+        "migrate",
+        help="copy spaces between stores (SQLite <-> PostgreSQL), ids and every field kept",
+    )
+    p.add_argument("--from", dest="source", required=True, help="source: a path or a URL")
+    p.add_argument("--to", dest="target", required=True, help="target: a path or a URL")
+    p.add_argument(
+        "--space",
+        dest="spaces",
+        action="append",
+        help="a space to copy (repeatable; default: every space of the source)",
+    )
+    p.set_defaults(func=_cmd_migrate, db=None, space=None, no_embedder=True)
 
     p = sub.add_parser("stats", parents=[common], help="counts, store and embedder")
     p.add_argument("--json", action="store_true")

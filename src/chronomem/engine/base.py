@@ -8,7 +8,6 @@ import os
 import threading
 from collections.abc import Mapping
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Literal, Self
 
 import numpy as np
@@ -31,8 +30,8 @@ from chronomem.model.ids import IdFactory
 from chronomem.model.record import Record
 from chronomem.reflection.importance import HeuristicImportance, ImportanceScorer
 from chronomem.retrieval.index import SpaceIndex
+from chronomem.stores import open_store
 from chronomem.stores.base import EmbeddingMeta, MemoryStore
-from chronomem.stores.sqlite import SQLiteStore
 from chronomem.writes import (
     require_text,
 )
@@ -41,21 +40,6 @@ __all__: list[str] = []
 
 
 F32 = npt.NDArray[np.float32]
-
-
-def _open_store(location: str | os.PathLike[str] | MemoryStore, synchronous: str) -> MemoryStore:
-    if not isinstance(location, str | os.PathLike):
-        return location
-    text = os.fspath(location)
-    if text.startswith(("postgresql://", "postgres://")):
-        raise ConfigError("PostgreSQL stores are not available in this version of chronomem")
-    if text.startswith("sqlite:///"):
-        text = text[len("sqlite:///") :]
-    elif text.startswith("sqlite://"):
-        raise ConfigError(f"use sqlite:///path/to/file (three slashes); got {text!r}")
-    if not text:
-        raise ConfigError("a store path is required")
-    return SQLiteStore(Path(text), synchronous=synchronous)
 
 
 def _default_embedder() -> Embedder:
@@ -139,7 +123,7 @@ class _Base:
         if clock is not None and not isinstance(clock, Clock):
             raise ConfigError(f"clock must have a now() method; got {clock!r}")
         chosen = _default_embedder() if isinstance(embedder, str) else embedder
-        store = _open_store(location, synchronous)
+        store = open_store(location, synchronous=synchronous)
         try:
             return cls(
                 store,

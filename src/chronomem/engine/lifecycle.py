@@ -212,9 +212,13 @@ class _Lifecycle(_Reading):
                 self._store.delete_records(self._space, [record_id], purge=purge)
                 action = "purge" if purge else "forget"
                 self._audit(now, action, record_id, actor, reason, {"flagged": flagged})
-            scrubbed = self._store.scrub() if purge else True
+            remains = self._store.scrub() if purge else None
             return ForgetResult(
-                record_id=record_id, purged=purge, flagged=tuple(flagged), scrubbed=scrubbed
+                record_id=record_id,
+                purged=purge,
+                flagged=tuple(flagged),
+                scrubbed=remains is None,
+                remains=remains,
             )
 
     def audit(self, record_id: str | None = None) -> list[AuditEntry]:

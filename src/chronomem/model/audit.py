@@ -44,13 +44,15 @@ class AuditEntry:
 class ForgetResult:
     """What ``forget`` did: ``purged`` when the bytes were scrubbed (secret/personal records or
     ``purge=True``); ``flagged`` the dependants now marked ``evidence_missing``; ``scrubbed``
-    whether the write-ahead log could be truncated (another process holding a read open can
-    delay that; the next purge or checkpoint completes it)."""
+    whether the store could also erase the bytes physically right away, and when it could not,
+    ``remains`` says where they may linger and what completes the erasure (SQLite: a write-ahead
+    log another process still reads; PostgreSQL: old row versions, WAL, replicas, backups)."""
 
     record_id: str
     purged: bool
     flagged: tuple[str, ...] = ()
     scrubbed: bool = True
+    remains: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,12 +10,18 @@ its migrations, full-text search, and a handful of dialect hooks:
   microseconds in SQLite, ``timestamptz`` in PostgreSQL);
 - ``_json_each(expression)``: expands a JSON array column into rows with a ``value`` column;
 - ``_greatest(a, b)``: the larger of two values.
+
+Full text is shared too: chronomem's analyser (``chronomem.text``) turns each record's text into
+terms, kept in a ``postings`` table (term, record, term frequency, document length) with
+per-space totals in ``spaces``; :meth:`SQLStore.lexical` reads the postings of the query terms and
+computes BM25 in numpy. Both stores therefore match and score exactly the same way.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,6 +36,8 @@ from chronomem.model.audit import AuditEntry, Closure
 from chronomem.model.event import Event, EventKind, Link, Provenance
 from chronomem.model.record import EvidenceStatus, Kind, Record, Sensitivity, Status
 from chronomem.stores.base import (
+    F64,
+    I64,
     NEVER,
     SINCE_EVER,
     EmbeddingMeta,
@@ -37,6 +45,7 @@ from chronomem.stores.base import (
     RecordColumns,
     StoredRecord,
 )
+from chronomem.text import ANALYSER, index_terms, query_terms
 
 __all__ = ["RECORD_COLUMNS", "Cursor", "Migration", "SQLStore"]
 
@@ -60,6 +69,9 @@ _EVENT_COLUMNS = (
     "id, space, text, kind, scope, occurred_at, recorded_at, metadata, embedding IS NOT NULL"
 )
 _LINK_COLUMNS = "cause, effect, weight, provenance, similarity, created_at"
+# BM25 with Lucene's parameters and its always-positive IDF, ln(1 + (N - df + 0.5) / (df + 0.5)).
+_BM25_K1 = 1.2
+_BM25_B = 0.75
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +116,14 @@ def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]
 
 def _marks(n: int) -> str:
     return ", ".join("?" for _ in range(n))
+
+
+_Posting = tuple[str, str, int, str, int, int]
+
+
+def _posting_rows(space: str, pk: int, agent: str, terms: Sequence[str]) -> list[_Posting]:
+    """``(space, term, pk, agent, tf, dl)`` for each distinct term of one document."""
+    return [(space, term, pk, agent, tf, len(terms)) for term, tf in Counter(terms).items()]
 
 
 class SQLStore:
@@ -152,13 +172,7 @@ class SQLStore:
     def _greatest(self, a: str, b: str) -> str:
         return f"GREATEST({a}, {b})"
 
-    def _after_purge(self) -> None:
-        """Run inside the purge's transaction (e.g. rewrite a full-text index)."""
-
-    def lexical(self, space: str, agents: Sequence[str], query: str) -> LexicalMatches:
-        raise NotImplementedError
-
-    def scrub(self) -> bool:
+    def scrub(self) -> str | None:
         raise NotImplementedError
 
     def _bytes_on_disk(self) -> int:
@@ -245,6 +259,46 @@ class SQLStore:
                     " VALUES (?, ?, ?)",
                     (migration.version, migration.description, datetime.now(UTC).isoformat()),
                 )
+            row = self._execute("SELECT value FROM store_meta WHERE key = 'analyser'").fetchone()
+            if row is None or row[0] != ANALYSER:
+                self.reindex_full_text()
+
+    def reindex_full_text(self) -> None:
+        """Rebuild every posting and per-space total with this version's analyser (run on open
+        when the store was indexed by another analyser, and by the migration that introduced the
+        postings)."""
+        with self.write():
+            self._execute("DELETE FROM postings")
+            self._execute("UPDATE spaces SET docs = 0, doc_len_sum = 0")
+            last_pk = 0
+            while True:
+                rows = self._execute(
+                    "SELECT pk, space, agent, text FROM records WHERE pk > ?"
+                    " ORDER BY pk LIMIT 5000",
+                    (last_pk,),
+                ).fetchall()
+                if not rows:
+                    break
+                terms = [index_terms(r[3]) for r in rows]
+                self._executemany(
+                    "UPDATE records SET doc_len = ? WHERE pk = ?",
+                    [(len(t), r[0]) for r, t in zip(rows, terms, strict=True)],
+                )
+                self._insert_postings(
+                    _posting_rows(space, pk, agent, t)
+                    for (pk, space, agent, _), t in zip(rows, terms, strict=True)
+                )
+                last_pk = rows[-1][0]
+            self._execute(
+                "UPDATE spaces SET docs = (SELECT COUNT(*) FROM records r WHERE r.space ="
+                " spaces.space), doc_len_sum = (SELECT COALESCE(SUM(doc_len), 0) FROM records r"
+                " WHERE r.space = spaces.space)"
+            )
+            self._execute(
+                "INSERT INTO store_meta (key, value) VALUES ('analyser', ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (ANALYSER,),
+            )
 
     def schema_version(self) -> int:
         return int(self._query("SELECT MAX(version) FROM schema_version")[0][0])
@@ -339,9 +393,11 @@ class SQLStore:
 
     # -- writes ----------------------------------------------------------------------------
     def _bump(self, space: str) -> int:
-        self._execute("INSERT INTO spaces (space) VALUES (?) ON CONFLICT DO NOTHING", (space,))
+        # One statement: creates the space on its first write. In PostgreSQL the row lock it
+        # takes serialises writers of one space, so change_seq commits in order.
         row = self._execute(
-            "UPDATE spaces SET change_seq = change_seq + 1 WHERE space = ? RETURNING change_seq",
+            "INSERT INTO spaces (space, change_seq) VALUES (?, 1) ON CONFLICT (space)"
+            " DO UPDATE SET change_seq = spaces.change_seq + 1 RETURNING change_seq",
             (space,),
         ).fetchone()
         return int(row[0])
@@ -349,7 +405,8 @@ class SQLStore:
     def insert_records(self, space: str, items: Sequence[StoredRecord]) -> None:
         if not items:
             return
-        columns = ", ".join((*RECORD_COLUMNS, "embedding", "change_seq"))
+        columns = ", ".join((*RECORD_COLUMNS, "embedding", "change_seq", "doc_len"))
+        terms = [index_terms(item.record.text) for item in items]
         with self.write():
             seq = self._bump(space)
             self._executemany(
@@ -357,8 +414,24 @@ class SQLStore:
                 sorted({(space, item.record.agent) for item in items}),
             )
             self._executemany(
-                f"INSERT INTO records ({columns}) VALUES ({_marks(len(RECORD_COLUMNS) + 2)})",
-                [(*self._record_params(i.record), _vector_blob(i.embedding), seq) for i in items],
+                f"INSERT INTO records ({columns}) VALUES ({_marks(len(RECORD_COLUMNS) + 3)})",
+                [
+                    (*self._record_params(i.record), _vector_blob(i.embedding), seq, len(t))
+                    for i, t in zip(items, terms, strict=True)
+                ],
+            )
+            pks = dict(
+                self._execute(
+                    "SELECT id, pk FROM records WHERE space = ? AND change_seq = ?", (space, seq)
+                ).fetchall()
+            )
+            self._insert_postings(
+                _posting_rows(space, pks[i.record.id], i.record.agent, t)
+                for i, t in zip(items, terms, strict=True)
+            )
+            self._execute(
+                "UPDATE spaces SET docs = docs + ?, doc_len_sum = doc_len_sum + ? WHERE space = ?",
+                (len(items), sum(len(t) for t in terms), space),
             )
             # The reflection trigger (DESIGN §5): perceived importance accumulates per agent;
             # reflections themselves do not count.
@@ -390,7 +463,43 @@ class SQLStore:
                 changed += cur.rowcount
         return changed
 
+    def _insert_postings(self, documents: Iterator[list[_Posting]]) -> None:
+        self._executemany(
+            "INSERT INTO postings (space, term, pk, agent, tf, dl) VALUES (?, ?, ?, ?, ?, ?)",
+            sorted(row for rows in documents for row in rows),  # in index order: fewer page splits
+        )
+
     # -- reads -----------------------------------------------------------------------------
+    def lexical(self, space: str, agents: Sequence[str], query: str) -> LexicalMatches:
+        terms = query_terms(query)
+        totals: list[Any] = []
+        df: list[Any] = []
+        rows: list[Any] = []
+        # Terms travel as their position in the query: no strings cross back from the database.
+        which = "CASE term " + " ".join(f"WHEN ? THEN {i}" for i in range(len(terms))) + " END"
+        where = f"space = ? AND term IN ({_marks(len(terms))})"
+        with self.snapshot():
+            if terms and agents:
+                totals = self._query(
+                    "SELECT docs, doc_len_sum FROM spaces WHERE space = ?", (space,)
+                )
+                df = self._query(
+                    f"SELECT {which}, COUNT(*) FROM postings WHERE {where} GROUP BY term",
+                    (*terms, space, *terms),
+                )
+                rows = self._query(
+                    f"SELECT {which}, pk, tf, dl FROM postings WHERE {where}"
+                    f" AND agent IN ({_marks(len(agents))})",
+                    (*terms, space, *terms, *agents),
+                )
+        if not rows or not totals[0][0]:
+            return LexicalMatches(pk=np.empty(0, np.int64), score=np.empty(0, np.float64))
+        counts = np.zeros(len(terms), dtype=np.float64)
+        for position, count in df:
+            counts[position] = count
+        n_docs, total_len = int(totals[0][0]), int(totals[0][1])
+        return _bm25(np.asarray(rows, dtype=np.int64), counts, n_docs, total_len)
+
     def get_records(self, space: str, ids: Sequence[str]) -> list[Record]:
         found: dict[str, Record] = {}
         for chunk in _chunks(list(ids)):
@@ -411,8 +520,8 @@ class SQLStore:
         return _vector(rows[0][0]) if rows else None
 
     def agents(self, space: str) -> list[str]:
-        rows = self._query("SELECT agent FROM agents WHERE space = ? ORDER BY agent", (space,))
-        return [r[0] for r in rows]
+        rows = self._query("SELECT agent FROM agents WHERE space = ?", (space,))
+        return sorted(r[0] for r in rows)  # code-point order on every store, whatever the collation
 
     def change_seq(self, space: str) -> int:
         rows = self._query("SELECT change_seq FROM spaces WHERE space = ?", (space,))
@@ -435,10 +544,12 @@ class SQLStore:
             f" WHERE space = ? AND agent IN ({_marks(len(agents))})"
         )
         params: list[Any] = [space, *agents]
-        if after_seq is not None:
-            sql += " AND change_seq > ?"
-            params.append(after_seq)
-        return _columns(self._query(sql + " ORDER BY pk", params), self.location)
+        if after_seq is None:
+            return _columns(self._query(sql + " ORDER BY pk", params), self.location)
+        # A few changed rows, found through (space, agent, change_seq) and ordered here: asking
+        # the database for pk order lets a planner without statistics walk the agent's index.
+        rows = self._query(sql + " AND change_seq > ?", [*params, after_seq])
+        return _columns(sorted(rows, key=lambda row: row[0]), self.location)
 
     def removed_since(self, space: str, after_seq: int) -> list[tuple[str, str]]:
         rows = self._query(
@@ -460,6 +571,9 @@ class SQLStore:
             for row in rows:
                 yield StoredRecord(record=self._record(row[1:-1]), embedding=_vector(row[-1]))
             last_pk = rows[-1][0]
+
+    def spaces(self) -> list[str]:
+        return sorted(r[0] for r in self._query("SELECT space FROM spaces"))
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
@@ -553,18 +667,23 @@ class SQLStore:
             seq = self._bump(space)
             for chunk in _chunks(list(ids)):
                 marks = _marks(len(chunk))
+                where = f"WHERE id IN ({marks}) AND {self._hint('space')} = ?"
                 self._execute(
                     "INSERT INTO tombstones (space, record_id, agent, change_seq)"
-                    f" SELECT space, id, agent, ? FROM records WHERE id IN ({marks})"
-                    f" AND {self._hint('space')} = ?",
+                    f" SELECT space, id, agent, ? FROM records {where}",
                     (seq, *chunk, space),
                 )
                 self._execute(
-                    f"DELETE FROM records WHERE id IN ({marks}) AND {self._hint('space')} = ?",
+                    "UPDATE spaces SET docs = docs - c.n, doc_len_sum = doc_len_sum - c.len"
+                    " FROM (SELECT COUNT(*) AS n, COALESCE(SUM(doc_len), 0) AS len FROM records"
+                    f" {where}) AS c WHERE space = ?",
+                    (*chunk, space, space),
+                )
+                self._execute(
+                    f"DELETE FROM postings WHERE pk IN (SELECT pk FROM records {where})",
                     (*chunk, space),
                 )
-            if purge:
-                self._after_purge()
+                self._execute(f"DELETE FROM records {where}", (*chunk, space))
 
     def flag_evidence(self, space: str, cited_ids: Sequence[str], status: str) -> list[str]:
         if not cited_ids:
@@ -680,6 +799,20 @@ class SQLStore:
             found.update((row[0], self._event(row)) for row in rows)
         return [found[i] for i in ids if i in found]
 
+    def iter_events(self, space: str) -> Iterator[tuple[Event, np.ndarray | None]]:
+        last_pk = 0
+        while True:
+            rows = self._query(
+                f"SELECT pk, {_EVENT_COLUMNS}, embedding FROM events"
+                f" WHERE pk > ? AND {self._hint('space')} = ? ORDER BY pk LIMIT 1000",
+                (last_pk, space),
+            )
+            if not rows:
+                return
+            for row in rows:
+                yield self._event(row[1:-1]), _vector(row[-1])
+            last_pk = rows[-1][0]
+
     def event_embeddings(self, space: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         for chunk in _chunks(list(ids)):
@@ -745,6 +878,19 @@ class SQLStore:
             sql += " AND created_at <= ?"
             params.append(self._bind(as_of_us))
         return [self._link(r) for r in self._query(sql + " ORDER BY cause, effect", params)]
+
+
+def _bm25(postings: I64, df: F64, n_docs: int, total_len: int) -> LexicalMatches:
+    """BM25 of the documents in ``postings`` (rows of query-term position, pk, tf, dl), given
+    each query term's document frequency in the space. Rows are put in (pk, term) order first, so
+    the sums, and therefore the scores, do not depend on the order a database returned them in."""
+    order = np.lexsort((postings[:, 0], postings[:, 1]))
+    term, pk, tf, dl = postings[order].T
+    idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
+    norm = _BM25_K1 * (1.0 - _BM25_B + _BM25_B * dl / max(total_len / n_docs, 1.0))
+    part = idf[term] * tf * (_BM25_K1 + 1.0) / (tf + norm)
+    keys, first = np.unique(pk, return_index=True)
+    return LexicalMatches(pk=keys, score=np.add.reduceat(part, first))
 
 
 def _columns(rows: list[Any], location: str) -> RecordColumns:

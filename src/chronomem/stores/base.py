@@ -1,4 +1,4 @@
-"""The storage contract every backend implements (SQLite now, PostgreSQL later).
+"""The storage contract every backend implements (SQLite and PostgreSQL).
 
 Stores speak in values: :class:`~chronomem.model.Record` for single records and
 :class:`RecordColumns` for the columnar batches that feed the in-memory scoring arrays. Instants
@@ -160,6 +160,10 @@ class MemoryStore(Protocol):
         """Every record of the space with its raw embedding, in insertion order."""
         ...
 
+    def spaces(self) -> list[str]:
+        """Every space the store holds, by name."""
+        ...
+
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` exist anywhere in the store (ids are unique store-wide)."""
         ...
@@ -186,13 +190,14 @@ class MemoryStore(Protocol):
         ...
 
     def delete_records(self, space: str, ids: Sequence[str], *, purge: bool) -> None:
-        """Delete rows, vectors and full-text entries; with ``purge`` also rewrite the full-text
-        index so no posting of the deleted text survives."""
+        """Delete rows, vectors and full-text postings, leaving a tombstone (id and agent only)
+        for other processes' arrays. ``purge`` says the caller will :meth:`scrub` next."""
         ...
 
-    def scrub(self) -> bool:
-        """After a purge committed: move every page out of the write-ahead log and truncate it.
-        Returns whether that completed (a reader in another process can delay it)."""
+    def scrub(self) -> str | None:
+        """After a purge committed, erase what the store can of the deleted bytes (SQLite: move
+        every page out of the write-ahead log and truncate it). Returns ``None`` when nothing is
+        left, else where the bytes may remain and what completes the erasure."""
         ...
 
     def flag_evidence(self, space: str, cited_ids: Sequence[str], status: str) -> list[str]:
@@ -216,6 +221,10 @@ class MemoryStore(Protocol):
 
     def get_events(self, space: str, ids: Sequence[str]) -> list[Event]:
         """Events by id, in the order asked; unknown ids are left out."""
+        ...
+
+    def iter_events(self, space: str) -> Iterator[tuple[Event, F32 | None]]:
+        """Every event of the space with its raw embedding, in insertion order."""
         ...
 
     def event_embeddings(self, space: str, ids: Sequence[str]) -> dict[str, F32]:

@@ -10,19 +10,16 @@ space's ``change_seq`` so other processes' in-memory arrays can fetch exactly wh
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from chronomem.errors import StoreError
 from chronomem.stores._sql import Cursor, SQLStore
-from chronomem.stores.base import LexicalMatches
 from chronomem.stores.sqlite_schema import MIGRATIONS
-from chronomem.text import query_terms
 
 __all__ = ["SQLiteStore"]
 
@@ -94,47 +91,28 @@ class SQLiteStore(SQLStore):
     def close(self) -> None:
         with self._lock:
             try:
-                self._conn.execute("PRAGMA optimize")
+                # Refreshing planner statistics is an optimisation: when another process holds
+                # the write lock, skip it rather than fail the close.
+                with contextlib.suppress(sqlite3.OperationalError):
+                    self._conn.execute("PRAGMA optimize")
                 self._conn.close()
             except sqlite3.Error as exc:
                 raise StoreError(f"{self.path}: close failed: {exc}") from exc
 
-    # -- full text: FTS5 with BM25 -------------------------------------------------------------
-    def lexical(self, space: str, agents: Sequence[str], query: str) -> LexicalMatches:
-        terms = query_terms(query)
-        if not terms or not agents:
-            return LexicalMatches(pk=np.empty(0, np.int64), score=np.empty(0, np.float64))
-        match = " OR ".join(f'"{term}"' for term in terms)
-        marks = ", ".join("?" for _ in agents)
-        # bm25() is lower-is-better; negate so that higher is better.
-        rows = self._query(
-            "SELECT r.pk, -bm25(records_fts) FROM records_fts"
-            " JOIN records r ON r.pk = records_fts.rowid"
-            f" WHERE records_fts MATCH ? AND +r.space = ? AND +r.agent IN ({marks})",
-            (match, space, *agents),
-        )
-        if not rows:
-            return LexicalMatches(pk=np.empty(0, np.int64), score=np.empty(0, np.float64))
-        pk, score = zip(*rows, strict=True)
-        return LexicalMatches(
-            pk=np.asarray(pk, dtype=np.int64),
-            score=np.maximum(np.asarray(score, dtype=np.float64), 0.0),
-        )
-
     # -- purge -------------------------------------------------------------------------------
-    def _after_purge(self) -> None:
-        # FTS5 records deletions as new segments; 'optimize' merges every segment into one,
-        # dropping the deleted postings, and the old segment pages are freed (and zeroed).
-        self._execute("INSERT INTO records_fts(records_fts) VALUES ('optimize')")
-
-    def scrub(self) -> bool:
+    def scrub(self) -> str | None:
+        # secure_delete has zeroed the freed pages in the database file; the write-ahead log
+        # still holds the old pages until it is checkpointed and truncated.
         with self._lock:
             try:
                 for _ in range(10):
                     busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
                     if not busy:
-                        return True
-                return False
+                        return None
+                return (
+                    "another process holds a read open, so the write-ahead log could not be "
+                    "truncated yet; the next purge or checkpoint does it"
+                )
             except sqlite3.Error as exc:
                 raise StoreError(f"{self.path}: checkpoint failed: {exc}") from exc
 

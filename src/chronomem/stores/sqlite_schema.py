@@ -2,7 +2,8 @@
 
 A migration is a tuple of statements run in one transaction. Never edit a released migration;
 append a new one. Instants are INTEGER microseconds since the Unix epoch (exact round trip);
-embeddings are little-endian float32 BLOBs; JSON columns hold lists and objects.
+embeddings are little-endian float32 BLOBs; JSON columns hold lists and objects. Full text is a
+``postings`` table shared in shape with PostgreSQL (see ``stores/_sql.py``).
 """
 
 from __future__ import annotations
@@ -131,8 +132,33 @@ _CAUSAL = (
     "CREATE INDEX records_by_event ON records(event_id)",
 )
 
+_POSTINGS = (
+    # chronomem's own analyser and inverted index replace FTS5, so SQLite and PostgreSQL match and
+    # score text identically; SQLStore fills the postings on open (a new analyser value).
+    "DROP TRIGGER records_fts_insert",
+    "DROP TRIGGER records_fts_delete",
+    "DROP TRIGGER records_fts_update",
+    "DROP TABLE records_fts",
+    "ALTER TABLE records ADD COLUMN doc_len INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE spaces ADD COLUMN docs INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE spaces ADD COLUMN doc_len_sum INTEGER NOT NULL DEFAULT 0",
+    """CREATE TABLE postings (
+        space TEXT NOT NULL,
+        term  TEXT NOT NULL,
+        pk    INTEGER NOT NULL,
+        agent TEXT NOT NULL,
+        tf    INTEGER NOT NULL,
+        dl    INTEGER NOT NULL,
+        PRIMARY KEY (space, term, pk)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX postings_by_record ON postings(pk)",
+    # What other processes changed, per agent (the sync before every read).
+    "CREATE INDEX records_by_agent_change ON records(space, agent, change_seq)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "records, agents, spaces, full-text index", _INITIAL),
     Migration(2, "lifecycle: pre-close validity, audit log", _LIFECYCLE),
     Migration(3, "causal graph: events and weighted links", _CAUSAL),
+    Migration(4, "full text: chronomem's postings replace FTS5; sync index", _POSTINGS),
 )

@@ -1,0 +1,157 @@
+"""The server store: PostgreSQL through psycopg 3 (DESIGN §6), for many processes and machines.
+
+The same contract and the same SQL as :class:`~chronomem.stores.sqlite.SQLiteStore` (see
+``stores/_sql.py``); the differences are the dialect hooks below. Writers take the space's row
+in ``spaces`` first, so writes to one space are serialised and committed in ``change_seq``
+order; reads run in ``REPEATABLE READ`` snapshots.
+
+Full text uses the postings table and BM25 both stores share, not ``tsvector``: PostgreSQL's
+parser, stemmer and ``ts_rank`` differ from SQLite's, and the contract is identical results.
+
+Purge deletes rows, vectors and full-text postings in one transaction, but PostgreSQL's MVCC,
+WAL, replicas and backups keep old bytes: :meth:`scrub` says so, and docs/storage.md says what an
+operator must do.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from chronomem.clock import from_micros, to_micros
+from chronomem.errors import ConfigError, StoreError
+from chronomem.stores._sql import Cursor, SQLStore
+from chronomem.stores.postgres_schema import PG_MIGRATIONS
+
+__all__ = ["PostgresStore", "redact", "scratch_database"]
+
+_HINT = "install the postgres extra: pip install 'chronomem[postgres]'"
+_TABLES = (
+    "records", "postings", "tombstones", "audit_log", "events", "links", "agents", "spaces",
+    "store_meta", "schema_version",
+)  # fmt: skip
+_SCHEMA_LOCK = 7_349_101  # pg_advisory_xact_lock key: one process migrates at a time
+
+
+def redact(url: str) -> str:
+    """The URL without its password."""
+    return re.sub(r"(//[^:/@]+):[^@/]*@", r"\1:***@", url)
+
+
+def _psycopg_module() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise ConfigError(f"PostgreSQL needs psycopg; {_HINT}") from exc
+    return psycopg
+
+
+@contextmanager
+def scratch_database(url: str, *, prefix: str = "chronomem_scratch") -> Iterator[str]:
+    """A new, empty database on the server ``url`` points at (its role needs ``CREATEDB``),
+    dropped afterwards even if connections are still open: for tests and benchmarks.
+
+    >>> with scratch_database("postgresql://postgres@127.0.0.1/postgres") as url:  # doctest: +SKIP
+    ...     Memory.open(url)
+    """
+    psycopg = _psycopg_module()
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot create a scratch database on {redact(url)}: {exc}") from exc
+    try:
+        yield urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+class PostgresStore(SQLStore):
+    """A :class:`~chronomem.stores.base.MemoryStore` on a PostgreSQL server.
+
+    Args:
+        url: ``postgresql://user[:password]@host[:port]/database``.
+        connect_timeout_s: how long to wait for the server.
+    """
+
+    migrations = PG_MIGRATIONS
+    _begin_write = "BEGIN ISOLATION LEVEL READ COMMITTED"
+    _begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+    def __init__(self, url: str, *, connect_timeout_s: float = 10) -> None:
+        super().__init__()
+        psycopg = _psycopg_module()
+        self._psycopg = psycopg
+        self.url = url
+        self.location = redact(url)
+        try:
+            self._conn = psycopg.connect(
+                url, autocommit=True, connect_timeout=max(1, int(connect_timeout_s))
+            )
+            self._conn.execute("SET TIME ZONE 'UTC'")
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to {self.location}: {exc}") from exc
+        self._migrate()
+
+    # -- the backend -------------------------------------------------------------------------
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        cursor: Cursor = self._conn.execute(sql.replace("?", "%s"), tuple(params) or None)
+        return cursor
+
+    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            with self._conn.cursor() as cursor:
+                cursor.executemany(sql.replace("?", "%s"), [tuple(r) for r in rows])
+
+    def _is_conflict(self, exc: Exception) -> bool:
+        return isinstance(exc, self._psycopg.errors.IntegrityError)
+
+    def _is_db_error(self, exc: Exception) -> bool:
+        return isinstance(exc, self._psycopg.Error)
+
+    def _us(self, column: str) -> str:
+        return f"(EXTRACT(EPOCH FROM {column}) * 1000000)::bigint"
+
+    def _bind(self, micros: int | None) -> Any:
+        return None if micros is None else from_micros(micros)
+
+    def _read(self, value: Any) -> int | None:
+        return None if value is None else to_micros(value)
+
+    def _json_each(self, expression: str) -> str:
+        return f"jsonb_array_elements_text(({expression})::jsonb) AS e(value)"
+
+    def _migrate(self) -> None:
+        with self.write():
+            self._execute(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
+            super()._migrate()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- purge -------------------------------------------------------------------------------
+    def scrub(self) -> str | None:
+        # Rows are gone for every reader once the purge committed; their bytes are not: MVCC
+        # leaves dead row versions in table and index pages until VACUUM reuses the space, and
+        # the WAL, its archive, replicas and backups keep copies. Only the operator can erase
+        # those (docs/storage.md); VACUUM FULL from here would lock the tables for every process.
+        return (
+            "PostgreSQL keeps dead row versions until VACUUM FULL records, postings and copies in "
+            "its WAL, replicas and backups until they rotate; see docs/storage.md"
+        )
+
+    def _bytes_on_disk(self) -> int:
+        # Tables, their indexes and TOAST, as the search path resolves them.
+        rows = self._query(
+            "SELECT COALESCE(SUM(pg_total_relation_size(to_regclass(t))), 0)"
+            " FROM unnest(?::text[]) AS t",
+            (list(_TABLES),),
+        )
+        return int(rows[0][0])

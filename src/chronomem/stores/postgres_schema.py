@@ -1,0 +1,125 @@
+"""PostgreSQL schema, as numbered migrations recorded in ``schema_version`` (its own numbering).
+
+Instants are ``timestamptz`` (microsecond precision, like the API); embeddings ``bytea`` holding
+little-endian float32 exactly as given; JSON columns are text with the same content as in SQLite,
+so both stores read and write them with the same code. Full text is the ``postings`` table both
+stores share (chronomem's analyser, BM25 in numpy; see ``stores/_sql.py``), its primary key
+covering every column a query reads. Text columns use the "C" collation: comparisons and
+``ORDER BY`` follow code points, as in SQLite, whatever the database's locale (and B-tree lookups
+are faster).
+"""
+
+from __future__ import annotations
+
+from chronomem.stores._sql import Migration
+
+__all__ = ["PG_MIGRATIONS"]
+
+_INITIAL = (
+    """CREATE TABLE store_meta (key TEXT COLLATE "C" PRIMARY KEY, value TEXT COLLATE "C")""",
+    """CREATE TABLE spaces (
+        space       TEXT COLLATE "C" PRIMARY KEY,
+        change_seq  BIGINT NOT NULL DEFAULT 0,
+        docs        BIGINT NOT NULL DEFAULT 0,
+        doc_len_sum BIGINT NOT NULL DEFAULT 0
+    )""",
+    """CREATE TABLE agents (
+        space                  TEXT COLLATE "C" NOT NULL REFERENCES spaces(space),
+        agent                  TEXT COLLATE "C" NOT NULL,
+        importance_accumulated DOUBLE PRECISION NOT NULL DEFAULT 0,
+        PRIMARY KEY (space, agent)
+    )""",
+    """CREATE TABLE records (
+        pk                 BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id                 TEXT COLLATE "C" NOT NULL UNIQUE,
+        space              TEXT COLLATE "C" NOT NULL,
+        agent              TEXT COLLATE "C" NOT NULL,
+        kind               TEXT COLLATE "C" NOT NULL,
+        text               TEXT COLLATE "C" NOT NULL,
+        importance         DOUBLE PRECISION NOT NULL,
+        occurred_at        TIMESTAMPTZ NOT NULL,
+        recorded_at        TIMESTAMPTZ NOT NULL,
+        last_accessed_at   TIMESTAMPTZ NOT NULL,
+        last_verified_at   TIMESTAMPTZ,
+        valid_from         TIMESTAMPTZ,
+        valid_until        TIMESTAMPTZ,
+        status             TEXT COLLATE "C" NOT NULL DEFAULT 'open',
+        superseded_by      TEXT COLLATE "C",
+        superseded_at      TIMESTAMPTZ,
+        valid_until_before TIMESTAMPTZ,
+        closed_reason      TEXT COLLATE "C",
+        supersedes         TEXT COLLATE "C" NOT NULL DEFAULT '[]',
+        domain             TEXT COLLATE "C",
+        tags               TEXT COLLATE "C" NOT NULL DEFAULT '[]',
+        metadata           TEXT COLLATE "C" NOT NULL DEFAULT '{}',
+        evidence           TEXT COLLATE "C" NOT NULL DEFAULT '[]',
+        depth              INTEGER NOT NULL DEFAULT 0,
+        event_id           TEXT COLLATE "C",
+        sensitivity        TEXT COLLATE "C" NOT NULL DEFAULT 'normal',
+        evidence_status    TEXT COLLATE "C" NOT NULL DEFAULT 'ok',
+        feedback_score     DOUBLE PRECISION NOT NULL DEFAULT 0,
+        embedding          BYTEA,
+        change_seq         BIGINT NOT NULL,
+        doc_len            INTEGER NOT NULL DEFAULT 0
+    )""",
+    "CREATE INDEX records_by_agent ON records (space, agent, pk)",
+    "CREATE INDEX records_by_change ON records (space, change_seq)",
+    "CREATE INDEX records_by_agent_change ON records (space, agent, change_seq)",
+    "CREATE INDEX records_by_event ON records (event_id)",
+    """CREATE TABLE postings (
+        space TEXT COLLATE "C" NOT NULL,
+        term  TEXT COLLATE "C" NOT NULL,
+        pk    BIGINT NOT NULL,
+        agent TEXT COLLATE "C" NOT NULL,
+        tf    INTEGER NOT NULL,
+        dl    INTEGER NOT NULL,
+        PRIMARY KEY (space, term, pk) INCLUDE (agent, tf, dl)
+    )""",
+    "CREATE INDEX postings_by_record ON postings (pk)",
+    """CREATE TABLE tombstones (
+        space      TEXT COLLATE "C" NOT NULL,
+        record_id  TEXT COLLATE "C" NOT NULL,
+        agent      TEXT COLLATE "C" NOT NULL,
+        change_seq BIGINT NOT NULL
+    )""",
+    "CREATE INDEX tombstones_by_change ON tombstones (space, change_seq)",
+    """CREATE TABLE audit_log (
+        seq       BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        space     TEXT COLLATE "C" NOT NULL,
+        at        TIMESTAMPTZ NOT NULL,
+        action    TEXT COLLATE "C" NOT NULL,
+        record_id TEXT COLLATE "C" NOT NULL,
+        actor     TEXT COLLATE "C",
+        reason    TEXT COLLATE "C",
+        detail    TEXT COLLATE "C" NOT NULL DEFAULT '{}'
+    )""",
+    "CREATE INDEX audit_by_record ON audit_log (record_id)",
+    """CREATE TABLE events (
+        pk          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id          TEXT COLLATE "C" NOT NULL UNIQUE,
+        space       TEXT COLLATE "C" NOT NULL,
+        text        TEXT COLLATE "C" NOT NULL,
+        kind        TEXT COLLATE "C" NOT NULL,
+        scope       TEXT COLLATE "C",
+        occurred_at TIMESTAMPTZ NOT NULL,
+        recorded_at TIMESTAMPTZ NOT NULL,
+        metadata    TEXT COLLATE "C" NOT NULL DEFAULT '{}',
+        embedding   BYTEA
+    )""",
+    "CREATE INDEX events_by_time ON events (space, occurred_at)",
+    """CREATE TABLE links (
+        space      TEXT COLLATE "C" NOT NULL,
+        cause      TEXT COLLATE "C" NOT NULL,
+        effect     TEXT COLLATE "C" NOT NULL,
+        weight     DOUBLE PRECISION NOT NULL,
+        provenance TEXT COLLATE "C" NOT NULL,
+        similarity DOUBLE PRECISION,
+        created_at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (space, cause, effect)
+    )""",
+    "CREATE INDEX links_by_effect ON links (space, effect)",
+)
+
+PG_MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "records, agents, spaces, lifecycle, audit, events, links, postings", _INITIAL),
+)

@@ -1,0 +1,148 @@
+"""Full text on every store: the analyser, the postings table and BM25 (DESIGN §2 step 2)."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chronomem import Memory, SimClock
+from chronomem.stores._sql import SQLStore
+from chronomem.stores.sqlite_schema import MIGRATIONS
+from chronomem.text import ANALYSER
+
+
+def _scores(mem: Memory, query: str, agents: list[str]) -> dict[str, float]:
+    matches = mem.store.lexical(mem.space, agents, query)
+    ids = dict(mem.store._query("SELECT pk, id FROM records"))  # type: ignore[attr-defined]
+    return {
+        ids[pk]: score
+        for pk, score in zip(matches.pk.tolist(), matches.score.tolist(), strict=True)
+    }
+
+
+def _bm25(tf: int, df: int, dl: int, n: int, total: int) -> float:
+    """One term's BM25 contribution, written out: k1 = 1.2, b = 0.75, Lucene's IDF."""
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    return idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / (total / n)))
+
+
+def test_bm25_is_the_formula_over_the_space(location: str | Path, clock: SimClock) -> None:
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        d1 = mem.remember("the lamp, the lamp and its oil").id  # lamp lamp oil: 3 terms
+        d2 = mem.remember("a lamp keeper").id  # lamp keeper: 2
+        mem.remember("fish market prices")  # fish market price: 3
+        d4 = mem.remember("Lamps!", agent="other").id  # lamp: 1
+        n, total = 4, 9
+        assert _scores(mem, "oil lamp", ["default"]) == pytest.approx(
+            {
+                d1: _bm25(2, 3, 3, n, total) + _bm25(1, 1, 3, n, total),
+                d2: _bm25(1, 3, 2, n, total),
+            },
+            rel=1e-12,
+        )
+        # Other agents' records count in the statistics and are returned only when asked for.
+        assert set(_scores(mem, "oil lamp", ["default", "other"])) == {d1, d2, d4}
+        assert _scores(mem, "what is it?", ["default"]) == {}
+
+
+def test_deleting_leaves_the_scores_of_a_store_that_never_had_the_record(
+    location: str | Path, clock: SimClock, tmp_path: Path
+) -> None:
+    texts = ["the keeper trims the lamp", "lamp oil is scarce", "a storm hit the lamp house"]
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        ids = [mem.remember(t).id for t in texts]
+        gone = mem.remember("lamp lamp lamp secret code 1234", sensitivity="secret").id
+        (pk,) = mem.store._query("SELECT pk FROM records WHERE id = ?", (gone,))[0]  # type: ignore[attr-defined]
+        mem.forget(gone, "erasure request")
+        after = _scores(mem, "lamp code", ["default"])
+        postings = mem.store._query("SELECT COUNT(*) FROM postings WHERE pk = ?", (pk,))  # type: ignore[attr-defined]
+        assert postings[0][0] == 0
+    with Memory.open(tmp_path / "never.db", embedder=None, clock=clock) as never:
+        for t in texts:
+            never.remember(t)
+        expected = list(_scores(never, "lamp code", ["default"]).values())
+    assert list(after) == ids
+    assert list(after.values()) == expected  # identical floats, not approximately
+
+
+def test_other_spaces_do_not_change_the_scores(location: str | Path, clock: SimClock) -> None:
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        mem.remember("the lamp is lit")
+        mem.remember("bread is baked")
+        before = list(_scores(mem, "lamp", ["default"]).values())
+    with Memory.open(location, embedder=None, clock=clock, space="elsewhere") as other:
+        for i in range(20):
+            other.remember(f"lamp number {i}")
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        assert list(_scores(mem, "lamp", ["default"]).values()) == before
+
+
+def test_a_store_indexed_by_another_analyser_is_reindexed_on_open(
+    location: str | Path, clock: SimClock
+) -> None:
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        for text in ("the lamp is lit", "lamp oil", "bread"):
+            mem.remember(text)
+        before = _scores(mem, "lamp oil", ["default"])
+        store = mem.store
+        assert isinstance(store, SQLStore)
+        with store.write():
+            store._execute("UPDATE store_meta SET value = 'older' WHERE key = 'analyser'")
+            store._execute("DELETE FROM postings")
+            store._execute("UPDATE spaces SET docs = 0, doc_len_sum = 0")
+        assert _scores(mem, "lamp oil", ["default"]) == {}
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        assert _scores(mem, "lamp oil", ["default"]) == before
+        meta = dict(mem.store._query("SELECT key, value FROM store_meta"))  # type: ignore[attr-defined]
+        assert meta["analyser"] == ANALYSER
+
+
+def test_a_version_3_sqlite_store_moves_from_fts5_to_postings(db_path: Path) -> None:
+    conn = sqlite3.connect(db_path)
+    conn.execute(
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, description TEXT NOT NULL,"
+        " applied_at TEXT NOT NULL)"
+    )
+    for migration in MIGRATIONS[:3]:
+        for statement in migration.statements:
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO schema_version VALUES (?, ?, '2026-01-01')",
+            (migration.version, migration.description),
+        )
+    conn.execute("INSERT INTO spaces (space, change_seq) VALUES ('default', 1)")
+    conn.execute("INSERT INTO agents (space, agent) VALUES ('default', 'default')")
+    for i, text in enumerate(["the lamp is lit", "bread is baked"]):
+        conn.execute(
+            "INSERT INTO records (id, space, agent, kind, text, importance, occurred_at,"
+            " recorded_at, last_accessed_at, change_seq)"
+            " VALUES (?, 'default', 'default', 'observation', ?, 5, 0, 0, 0, 1)",
+            (f"01J{i:023d}", text),
+        )
+    conn.commit()
+    conn.close()
+    with Memory.open(db_path, embedder=None) as mem:
+        assert mem.store.schema_version() == MIGRATIONS[-1].version
+        assert list(_scores(mem, "lamps", ["default"])) == [f"01J{0:023d}"]
+        tables = {r[0] for r in mem.store._query("SELECT name FROM sqlite_master")}  # type: ignore[attr-defined]
+        assert "records_fts" not in tables
+        totals = mem.store._query("SELECT docs, doc_len_sum FROM spaces")  # type: ignore[attr-defined]
+        assert totals == [(2, 4)]  # lamp lit / bread bake
+
+
+def test_scores_do_not_depend_on_the_order_postings_arrive_in() -> None:
+    from chronomem.stores._sql import _bm25
+
+    rows = np.array(
+        [[0, 7, 2, 5], [1, 7, 1, 5], [0, 3, 1, 2], [1, 9, 3, 8], [0, 9, 1, 8]], dtype=np.int64
+    )
+    df = np.array([3.0, 2.0])
+    first = _bm25(rows, df, 10, 50)
+    shuffled = _bm25(rows[[4, 2, 0, 3, 1]], df, 10, 50)
+    assert first.pk.tolist() == [3, 7, 9]
+    assert shuffled.pk.tolist() == first.pk.tolist()
+    assert shuffled.score.tolist() == first.score.tolist()
