@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -76,17 +77,27 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "memory.db"
 
 
-@pytest.fixture(scope="session")
-def postgres_admin() -> Iterator[str]:
-    """A PostgreSQL server for the session (see tests/postgres_server.py). Skipped when none can
-    be started, except in CI (``CI=true``), where that is a failure."""
+def _session_server(start: Callable[[], AbstractContextManager[str]], what: str) -> Iterator[str]:
+    """Skipped when the server cannot be started, except in CI (``CI=true``): a failure there."""
     try:
-        with server() as url:
+        with start() as url:
             yield url
     except Unavailable as exc:
         if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI needs a PostgreSQL server for the store contract tests: {exc}")
-        pytest.skip(f"no PostgreSQL server: {exc}")
+            pytest.fail(f"CI needs {what}: {exc}")
+        pytest.skip(f"no {what}: {exc}")
+
+
+@pytest.fixture(scope="session")
+def postgres_admin() -> Iterator[str]:
+    """A PostgreSQL server for the session (see tests/postgres_server.py)."""
+    yield from _session_server(server, "a PostgreSQL server for the store contract tests")
+
+
+@pytest.fixture(scope="session")
+def pgvector_admin() -> Iterator[str]:
+    """A PostgreSQL server with the pgvector extension, for the session."""
+    yield from _session_server(lambda: server(pgvector=True), "a PostgreSQL server with pgvector")
 
 
 @pytest.fixture
@@ -95,6 +106,15 @@ def postgres_url(postgres_admin: str) -> Iterator[str]:
     from chronomem.stores.postgres import scratch_database
 
     with scratch_database(postgres_admin, prefix="chronomem_test") as url:
+        yield url
+
+
+@pytest.fixture
+def pgvector_url(pgvector_admin: str) -> Iterator[str]:
+    """A fresh, empty database on the session's pgvector server."""
+    from chronomem.stores.postgres import scratch_database
+
+    with scratch_database(pgvector_admin, prefix="chronomem_test") as url:
         yield url
 
 

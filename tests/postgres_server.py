@@ -6,6 +6,11 @@ through ``pg_config``, or under ``/usr/lib/postgresql/*/bin`` start a private cl
 127.0.0.1, in a temporary directory, on a free port, with durability switched off (it is thrown
 away); as root the cluster runs as the ``postgres`` user. Each test gets its own database
 (``chronomem.stores.postgres.scratch_database``).
+
+Debian's PostgreSQL has no pgvector, so the pre-selection tests start a second cluster from the
+binaries the ``pgserver`` wheel bundles (PostgreSQL 16 with pgvector; a dev dependency), copied
+to a directory the ``postgres`` user can read. ``CHRONOMEM_TEST_PGVECTOR`` may name a server with
+the extension instead.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from glob import glob
+from importlib.util import find_spec
 from pathlib import Path
 
 __all__ = ["Unavailable", "server"]
@@ -48,17 +54,40 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _pgserver_binaries(directory: Path) -> Path:
+    """pgserver's PostgreSQL (with pgvector) copied under ``directory``; its binaries find their
+    libraries at ``../../../pgserver.libs``, so the layout is kept."""
+    spec = find_spec("pgserver")  # located, not imported: importing it has side effects
+    if spec is None or not spec.submodule_search_locations:
+        raise Unavailable("pgserver is not installed (pip install pgserver)")
+    package = Path(next(iter(spec.submodule_search_locations)))
+    target = directory / "site"
+    shutil.copytree(package / "pginstall", target / "pgserver" / "pginstall", symlinks=True)
+    libs = package.parent / "pgserver.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, target / "pgserver.libs", symlinks=True)
+    bindir = target / "pgserver" / "pginstall" / "bin"
+    if not (bindir / "initdb").exists():
+        raise Unavailable(f"pgserver has no initdb under {package}")
+    return bindir
+
+
 @contextmanager
-def _cluster() -> Iterator[str]:
-    bindir = _bindir()
+def _cluster(*, pgvector: bool = False) -> Iterator[str]:
     run_as: list[str] = []
     directory = Path(tempfile.mkdtemp(prefix="chronomem-pg-"))
+    try:
+        bindir = _pgserver_binaries(directory) if pgvector else _bindir()
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
     if os.geteuid() == 0:
         try:
             user = pwd.getpwnam("postgres")
         except KeyError as exc:
             raise Unavailable("running as root and there is no 'postgres' user") from exc
-        os.chown(directory, user.pw_uid, user.pw_gid)
+        for path in (directory, *directory.rglob("*")):
+            os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
         run_as = ["runuser", "-u", "postgres", "--"]
     data, log, port = directory / "data", directory / "server.log", _free_port()
 
@@ -86,15 +115,18 @@ def _cluster() -> Iterator[str]:
 
 
 @contextmanager
-def server() -> Iterator[str]:
-    """The URL of a server's maintenance database, for the whole test session."""
+def server(*, pgvector: bool = False) -> Iterator[str]:
+    """The URL of a server's maintenance database, for the whole test session; with
+    ``pgvector``, of a server that has the pgvector extension."""
     try:
         import psycopg  # noqa: F401
     except ImportError as exc:
         raise Unavailable("psycopg is not installed (pip install 'chronomem[postgres]')") from exc
-    configured = os.environ.get("CHRONOMEM_TEST_POSTGRES")
+    configured = os.environ.get(
+        "CHRONOMEM_TEST_PGVECTOR" if pgvector else "CHRONOMEM_TEST_POSTGRES"
+    )
     if configured:
         yield configured
         return
-    with _cluster() as url:
+    with _cluster(pgvector=pgvector) as url:
         yield url

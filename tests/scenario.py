@@ -118,7 +118,7 @@ def dump(mem: Memory, crisis: str | None = None) -> dict[str, Any]:
         "stats": {
             k: v
             for k, v in mem.stats().items()
-            if k not in {"store", "bytes_on_disk", "schema_version"}
+            if k not in {"store", "bytes_on_disk", "schema_version", "candidates"}
         },
     }
     reads = [

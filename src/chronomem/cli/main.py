@@ -123,6 +123,8 @@ def format_hit(rank: int, hit: Hit) -> str:
     rel = f"relevance {b.relevance:.3f} ({b.relevance_mode}"
     if b.relevance_dense is not None:
         rel += f", cosine {b.relevance_dense:.3f}"
+    elif b.preselected is False:
+        rel += ", not pre-selected by pgvector: cosine counted as 0"
     if b.relevance_lexical is not None:
         rel += f", bm25 {b.relevance_lexical:.3f}"
     rel += ")"
@@ -429,6 +431,7 @@ def _cmd_stats(args: argparse.Namespace, cfg: Settings) -> int:
     print(f"space      {stats['space']}")
     print(f"embedder   {stats['embedding_model']} (dimension {stats['embedding_dim']})")
     print(f"records    {stats['records']}  ({stats['bytes_on_disk']:,} bytes on disk)")
+    print(f"candidates {stats['candidates']}")
     for agent, kinds in stats["agents"].items():
         detail = ", ".join(f"{k} {n}" for k, n in kinds.items())
         print(f"  {agent}: {detail}")

@@ -205,8 +205,12 @@ class Breakdown:
     """Why a hit scored what it did: raw and normalised components, weights and factors.
 
     ``relevance_dense`` is the raw cosine, ``relevance_lexical`` the raw BM25 (higher is better);
-    either is ``None`` when that signal was not used. ``recency_raw`` is ``decay ** (age / unit)``
-    for elapsed recency, or ``decay ** position`` for the code-compatible ordinal recency.
+    either is ``None`` when that signal was not used. ``preselected`` is ``None`` when every
+    record was scored exactly; after pgvector pre-selection (PostgreSQL, large namespaces) it
+    says whether this record was among the pre-selected nearest — if not, its cosine was not
+    computed and counted as 0 (``relevance_dense`` is ``None``). ``recency_raw`` is
+    ``decay ** (age / unit)`` for elapsed recency, or ``decay ** position`` for the
+    code-compatible ordinal recency.
     """
 
     preset: str
@@ -226,10 +230,12 @@ class Breakdown:
     factors: Mapping[str, float]
     final: float
     causal: CausalPart | None = None
+    preselected: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "causal": None if self.causal is None else self.causal.to_dict(),
+            "preselected": self.preselected,
             "preset": self.preset,
             "normalisation": self.normalisation,
             "relevance_mode": self.relevance_mode,

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from chronomem.clock import to_micros
-from chronomem.config import ScoringConfig
+from chronomem.config import Normalisation, RelevanceMode, ScoringConfig
 from chronomem.graph.boost import Boost, CausalEvent, association, causal_boost, event_matrix
 from chronomem.lifecycle.rules import decay_factor, feedback_factor
 from chronomem.model.event import Event
@@ -188,18 +188,55 @@ def _lifecycle(cols: Columns, q: Query) -> _Lifecycle:
     return _Lifecycle(decay, feedback)
 
 
+def _preselect(store: MemoryStore, space: str, cols: Columns, q: Query) -> Mask | None:
+    """The rows a store's vector index pre-selects for the dense part (``None``: every row is
+    scored exactly). Only for reads whose score is absolute (``fixed`` normalisation), without a
+    crisis, that use dense relevance: min-max ranges and causal association need every cosine."""
+    c = q.config
+    if (
+        q.vector is None
+        or q.crisis is not None
+        or c.normalisation is not Normalisation.FIXED
+        or c.relevance is RelevanceMode.LEXICAL
+    ):
+        return None
+    agents = [a.agent for a in cols.arrays]
+    pks = store.nearest(space, agents, q.vector, namespace=cols.size, k=q.k)
+    if pks is None:
+        return None
+    chosen = np.zeros(cols.size, dtype=np.bool_)
+    for a, offset in zip(cols.arrays, cols.offsets[:-1], strict=True):
+        if a.n == 0:
+            continue
+        keys = a.pk[: a.n]
+        at = np.minimum(np.searchsorted(keys, pks), a.n - 1)
+        found = keys[at] == pks
+        chosen[offset + at[found]] = True
+    return chosen
+
+
 def _similarities(
-    cols: Columns, vector: F32 | None, crisis: Crisis | None
+    cols: Columns, vector: F32 | None, crisis: Crisis | None, chosen: Mask | None = None
 ) -> tuple[F64 | None, list[F32 | None]]:
     """The query cosines (``None`` without a query vector) and, for a crisis read, each part's
-    record × causal-event cosines — from one pass over each agent's vectors: ``E @ [q | M]``."""
+    record × causal-event cosines — from one pass over each agent's vectors: ``E @ [q | M]``.
+
+    With ``chosen`` (pre-selected rows, never with a crisis), only those rows' cosines are
+    computed; the others are 0."""
     events = event_matrix(list(crisis.events)) if crisis is not None and crisis.events else None
     dense_parts: list[F64] = []
     event_parts: list[F32 | None] = []
-    for a in cols.arrays:
+    for a, offset in zip(cols.arrays, cols.offsets[:-1].tolist(), strict=True):
         emb = None if a.emb is None else a.emb[: a.n]
         q = vector if emb is not None and vector is not None and a.dim == vector.shape[0] else None
         m = events if emb is not None and events is not None and a.dim == events.shape[0] else None
+        if emb is not None and q is not None and m is None and chosen is not None:
+            dense = np.zeros(a.n, dtype=np.float64)
+            local = np.flatnonzero(chosen[offset : offset + a.n])
+            dense[local] = emb[local] @ q
+            dense_parts.append(dense)
+            event_parts.append(None)
+            continue
         if emb is not None and q is not None and m is None:  # the common case: a GEMV
             dense_parts.append((emb @ q).astype(np.float64))
             event_parts.append(None)
@@ -327,14 +364,17 @@ def _breakdown(
     row: int,
     q: Query,
     versions: dict[int, dict[str, float]],
+    chosen: Mask | None,
 ) -> Breakdown:
     c = q.config
     parts = scores.components(row)
+    outside = chosen is not None and not chosen[row]
     return Breakdown(
         preset=c.name,
         normalisation=c.normalisation.value,
         relevance_mode=scores.relevance_mode.value,
-        relevance_dense=parts.dense,
+        relevance_dense=None if outside else parts.dense,
+        preselected=None if chosen is None else not outside,
         relevance_lexical=parts.lexical,
         relevance=parts.relevance,
         recency_mode=c.recency.value,
@@ -367,7 +407,8 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
         mask = _visible(cols, q)
         if mask is not None and not mask.any():
             return []
-        dense, event_cosines = _similarities(cols, q.vector, q.crisis)
+        chosen = _preselect(store, space, cols, q)
+        dense, event_cosines = _similarities(cols, q.vector, q.crisis, chosen)
         needs_lexical = dense is None or q.config.relevance.value != "dense"
         life = _lifecycle(cols, q)
         boost = None if q.crisis is None else _boost(cols, q.crisis, event_cosines)
@@ -396,7 +437,7 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             Hit(
                 record=members[0],
                 score=float(scores.final[group[0]]),
-                breakdown=_breakdown(cols, scores, life, boost, int(group[0]), q, versions)
+                breakdown=_breakdown(cols, scores, life, boost, int(group[0]), q, versions, chosen)
                 if q.explain
                 else None,
                 holders=tuple(m.agent for m in members),

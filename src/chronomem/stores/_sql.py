@@ -172,6 +172,15 @@ class SQLStore:
     def _greatest(self, a: str, b: str) -> str:
         return f"GREATEST({a}, {b})"
 
+    def _index_vectors(self, space: str, rows: Sequence[tuple[int, str, np.ndarray]]) -> None:
+        """Called in the write transaction with each new record's key, agent and vector: a
+        backend with a vector index adds them (purge removes them by cascade)."""
+
+    def nearest(
+        self, space: str, agents: Sequence[str], vector: np.ndarray, *, namespace: int, k: int
+    ) -> I64 | None:
+        return None
+
     def scrub(self) -> str | None:
         raise NotImplementedError
 
@@ -429,6 +438,14 @@ class SQLStore:
                 _posting_rows(space, pks[i.record.id], i.record.agent, t)
                 for i, t in zip(items, terms, strict=True)
             )
+            self._index_vectors(
+                space,
+                [
+                    (pks[i.record.id], i.record.agent, i.embedding)
+                    for i in items
+                    if i.embedding is not None
+                ],
+            )
             self._execute(
                 "UPDATE spaces SET docs = docs + ?, doc_len_sum = doc_len_sum + ? WHERE space = ?",
                 (len(items), sum(len(t) for t in terms), space),
@@ -601,7 +618,12 @@ class SQLStore:
             "embedding_model": meta.model,
             "embedding_dim": meta.dim,
             "bytes_on_disk": self._bytes_on_disk(),
+            "candidates": self._preselection(),
         }
+
+    def _preselection(self) -> str:
+        """How reads choose candidates, for ``stats``."""
+        return "exact: every record is scored"
 
     # -- lifecycle -------------------------------------------------------------------------
     def close_records(self, space: str, closures: Sequence[Closure]) -> None:

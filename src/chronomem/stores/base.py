@@ -156,6 +156,15 @@ class MemoryStore(Protocol):
         """BM25 over the full-text index for records of ``agents`` matching any query term."""
         ...
 
+    def nearest(
+        self, space: str, agents: Sequence[str], vector: np.ndarray, *, namespace: int, k: int
+    ) -> I64 | None:
+        """Candidate pre-selection: the store keys of records of ``agents`` whose vectors are
+        nearest to ``vector`` (approximately), when this store pre-selects for a namespace of
+        ``namespace`` records and a read of ``k``; ``None`` means every record is scored
+        exactly (always, on SQLite)."""
+        ...
+
     def iter_records(self, space: str) -> Iterator[StoredRecord]:
         """Every record of the space with its raw embedding, in insertion order."""
         ...

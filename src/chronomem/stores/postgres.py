@@ -22,17 +22,21 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import numpy as np
+
 from chronomem.clock import from_micros, to_micros
 from chronomem.errors import ConfigError, StoreError
 from chronomem.stores._sql import Cursor, SQLStore
+from chronomem.stores.base import I64
+from chronomem.stores.pgvector import VectorIndex
 from chronomem.stores.postgres_schema import PG_MIGRATIONS
 
 __all__ = ["PostgresStore", "redact", "scratch_database"]
 
 _HINT = "install the postgres extra: pip install 'chronomem[postgres]'"
 _TABLES = (
-    "records", "postings", "tombstones", "audit_log", "events", "links", "agents", "spaces",
-    "store_meta", "schema_version",
+    "records", "postings", "ann_vectors", "tombstones", "audit_log", "events", "links",
+    "agents", "spaces", "store_meta", "schema_version",
 )  # fmt: skip
 _SCHEMA_LOCK = 7_349_101  # pg_advisory_xact_lock key: one process migrates at a time
 
@@ -78,13 +82,28 @@ class PostgresStore(SQLStore):
     Args:
         url: ``postgresql://user[:password]@host[:port]/database``.
         connect_timeout_s: how long to wait for the server.
+        vector_index: ``"auto"`` uses pgvector for candidate pre-selection when the server has
+            the extension (creating it in the database if this role may); ``"require"`` refuses
+            to open without it; ``"off"`` scores every record exactly, always.
+        preselect_min_records: pre-select only when a read's namespace (the records of the
+            agents it reads) is at least this large.
+        preselect_candidates: how many nearest records pgvector pre-selects (at least 4 × k,
+            at most 1,000).
     """
 
     migrations = PG_MIGRATIONS
     _begin_write = "BEGIN ISOLATION LEVEL READ COMMITTED"
     _begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
-    def __init__(self, url: str, *, connect_timeout_s: float = 10) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        connect_timeout_s: float = 10,
+        vector_index: str = "auto",
+        preselect_min_records: int = 100_000,
+        preselect_candidates: int = 400,
+    ) -> None:
         super().__init__()
         psycopg = _psycopg_module()
         self._psycopg = psycopg
@@ -97,7 +116,17 @@ class PostgresStore(SQLStore):
             self._conn.execute("SET TIME ZONE 'UTC'")
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to {self.location}: {exc}") from exc
-        self._migrate()
+        try:
+            self._migrate()
+            self.vectors = VectorIndex(
+                self,
+                mode=vector_index,
+                min_records=preselect_min_records,
+                candidates=preselect_candidates,
+            )
+        except BaseException:
+            self._conn.close()
+            raise
 
     # -- the backend -------------------------------------------------------------------------
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
@@ -127,10 +156,31 @@ class PostgresStore(SQLStore):
     def _json_each(self, expression: str) -> str:
         return f"jsonb_array_elements_text(({expression})::jsonb) AS e(value)"
 
+    def _lock_schema(self) -> None:
+        """In a write transaction: wait until no other process changes the schema."""
+        self._execute(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
+
     def _migrate(self) -> None:
         with self.write():
-            self._execute(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
+            self._lock_schema()
             super()._migrate()
+
+    def _index_vectors(self, space: str, rows: Sequence[tuple[int, str, np.ndarray]]) -> None:
+        self.vectors.add(space, rows)
+
+    def _preselection(self) -> str:
+        v = self.vectors
+        if not v.enabled:
+            return f"exact: every record is scored ({v.reason})"
+        return (
+            f"pgvector pre-selects the {v.candidates} nearest when a read covers at least "
+            f"{v.min_records} records; exact below"
+        )
+
+    def nearest(
+        self, space: str, agents: Sequence[str], vector: np.ndarray, *, namespace: int, k: int
+    ) -> I64 | None:
+        return self.vectors.nearest(space, agents, vector, namespace=namespace, k=k)
 
     def close(self) -> None:
         with self._lock:

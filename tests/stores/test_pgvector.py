@@ -1,0 +1,186 @@
+"""Candidate pre-selection with pgvector, on a real server that has the extension (issue 7).
+
+The same database is read through a store that pre-selects (``vector_index="auto"``) and one
+that scores every record exactly (``"off"``); where pre-selection finds the true nearest, both
+must return the same hits with the same scores.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from chronomem import ConfigError, Memory, PostgresStore, SimClock, StoreError
+
+DIM = 32
+N = 3000
+
+
+def _vectors(rng: np.random.Generator, n: int, centres: np.ndarray) -> np.ndarray:
+    x = centres[rng.integers(0, centres.shape[0], n)] + 0.35 * rng.standard_normal((n, DIM))
+    x = x.astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def town(pgvector_url: str, clock: SimClock) -> tuple[str, np.ndarray]:
+    """N records of two agents in clusters, written through a pre-selecting store; returns the
+    URL and query vectors near the clusters."""
+    rng = np.random.default_rng(7)
+    centres = rng.standard_normal((40, DIM)).astype(np.float32)
+    vectors = _vectors(rng, N, centres)
+    items = [
+        {"text": f"note {i} on the ledger", "embedding": v, "importance": 1 + i % 9}
+        for i, v in enumerate(vectors)
+    ]
+    store = PostgresStore(pgvector_url, vector_index="require")
+    with Memory.open(store, embedder=None, clock=clock, preset="default") as mem:
+        mem.remember_many(items[: N // 2], agent="ada")
+        clock.advance(hours=3)
+        mem.remember_many(items[N // 2 :], agent="bo")
+    clock.advance(hours=1)
+    return pgvector_url, _vectors(rng, 12, centres)
+
+
+def _open(url: str, clock: SimClock, mode: str, **options: int) -> Memory:
+    store = PostgresStore(url, vector_index=mode, preselect_min_records=1000, **options)
+    return Memory.open(store, embedder=None, clock=clock, preset="default")
+
+
+def _hits(
+    mem: Memory, query: np.ndarray, *, text: str = "weather", **kwargs: object
+) -> list[tuple[str, float]]:
+    hits = mem.peek(text, query_embedding=query, k=10, **kwargs)  # type: ignore[arg-type]
+    return [(h.record.id, h.score) for h in hits]
+
+
+def test_preselected_reads_equal_exact_reads(town: tuple[str, np.ndarray], clock: SimClock) -> None:
+    url, queries = town
+    with _open(url, clock, "auto") as fast, _open(url, clock, "off") as exact:
+        assert fast.stats()["candidates"].startswith("pgvector pre-selects the 400 nearest")
+        assert exact.stats()["candidates"].startswith("exact")
+        for q in queries:
+            for agents in (["ada", "bo"], ["bo"]):
+                assert _hits(fast, q, agents=agents) == _hits(exact, q, agents=agents)
+        explained = fast.peek("weather", query_embedding=queries[0], k=10, explain=True)
+        assert {h.breakdown.preselected for h in explained if h.breakdown} == {True}
+        plain = exact.peek("weather", query_embedding=queries[0], k=10, explain=True)
+        assert {h.breakdown.preselected for h in plain if h.breakdown} == {None}
+
+
+def test_a_record_far_from_the_query_still_ranks_by_its_other_terms(
+    town: tuple[str, np.ndarray], clock: SimClock
+) -> None:
+    url, _ = town
+    q = np.random.default_rng(11).standard_normal(DIM).astype(np.float32)
+    q /= np.linalg.norm(q)  # away from every cluster: nothing is very close
+    with _open(url, clock, "auto") as fast:
+        warning = fast.remember(
+            "weather warning for the harbour", agent="ada", importance=10, embedding=-q
+        ).id
+    with _open(url, clock, "auto") as fast, _open(url, clock, "off") as exact:
+        found = fast.peek("weather harbour warning", query_embedding=q, explain=True)
+        hits = {h.record.id: h for h in found}
+        assert warning in hits  # by BM25, recency and importance: no cosine
+        why = hits[warning].breakdown
+        assert why is not None
+        assert why.preselected is False
+        assert why.relevance_dense is None
+        # Its cosine is negative, which fixed normalisation clips to 0 anyway: same score.
+        assert _hits(fast, q, text="weather harbour warning") == _hits(
+            exact, q, text="weather harbour warning"
+        )
+
+
+def test_small_namespaces_and_crowded_indexes_are_scored_exactly(
+    town: tuple[str, np.ndarray], clock: SimClock
+) -> None:
+    url, queries = town
+    with _open(url, clock, "auto") as fast:
+        fast.remember_many(
+            [{"text": f"aside {i}", "embedding": v} for i, v in enumerate(queries)], agent="cy"
+        )
+        # 12 records: below the threshold.
+        hits = fast.peek("aside", query_embedding=queries[0], agents=["cy"], explain=True)
+        assert hits
+        assert all(h.breakdown and h.breakdown.preselected is None for h in hits)
+        # Above the threshold but a small share of the index: the filtered scan finds too few.
+        store = fast.store
+        assert isinstance(store, PostgresStore)
+        pks = store.nearest("default", ["cy"], queries[0], namespace=5000, k=10)
+        assert pks is None
+        assert store.nearest("default", ["ada", "bo"], queries[0], namespace=N, k=10) is not None
+        # Generative Agents presets min-max normalise over every candidate: always exact.
+        ga = fast.peek("note", query_embedding=queries[0], preset="generative-agents", explain=True)
+        assert all(h.breakdown and h.breakdown.preselected is None for h in ga)
+
+
+def test_the_copy_follows_purge_and_is_backfilled_when_switched_on(
+    pgvector_url: str, clock: SimClock
+) -> None:
+    rng = np.random.default_rng(3)
+    vectors = _vectors(rng, 50, rng.standard_normal((4, DIM)).astype(np.float32))
+    with Memory.open(
+        PostgresStore(pgvector_url, vector_index="off"), embedder=None, clock=clock
+    ) as mem:
+        ids = [
+            r.id
+            for r in mem.remember_many(
+                [{"text": f"n{i}", "embedding": v} for i, v in enumerate(vectors)]
+            )
+        ]
+        mem.remember("no vector here", embedding=None)
+    store = PostgresStore(pgvector_url)  # auto: the server has pgvector
+    try:
+        assert store.vectors.enabled
+        copied = store._query(
+            "SELECT r.id, a.dim, a.v::text FROM ann_vectors a JOIN records r USING (pk)"
+            " ORDER BY r.pk"
+        )
+        assert [r[0] for r in copied] == ids
+        assert {r[1] for r in copied} == {DIM}
+        stored = store.get_embedding("default", ids[7])
+        assert stored is not None
+        copy = np.array(copied[7][2].strip("[]").split(","), dtype=np.float32)
+        assert copy.tobytes() == stored.astype(np.float32).tobytes()  # the same float32s
+        indexes = store._query("SELECT indexname FROM pg_indexes WHERE tablename = 'ann_vectors'")
+        assert f"ann_vectors_hnsw_{DIM}" in {r[0] for r in indexes}
+    finally:
+        store.close()
+    with Memory.open(PostgresStore(pgvector_url), embedder=None, clock=clock) as mem:
+        mem.forget(ids[7], "test", purge=True)
+        left = mem.store._query("SELECT COUNT(*) FROM ann_vectors")  # type: ignore[attr-defined]
+    assert left[0][0] == 49
+
+
+def test_modes_are_validated_and_require_needs_the_extension(postgres_url: str) -> None:
+    with pytest.raises(ConfigError, match="vector_index"):
+        PostgresStore(postgres_url, vector_index="sometimes")
+    with pytest.raises(ConfigError, match="preselect_candidates"):
+        PostgresStore(postgres_url, preselect_candidates=5000)
+    with pytest.raises(StoreError, match="no pgvector"):
+        PostgresStore(postgres_url, vector_index="require")
+    store = PostgresStore(postgres_url)  # auto on a server without pgvector: exact, said so
+    try:
+        assert not store.vectors.enabled
+        assert store.stats("default")["candidates"] == (
+            "exact: every record is scored (the server has no pgvector extension)"
+        )
+    finally:
+        store.close()
+
+
+def test_explanations_of_pre_selected_hits_equal_exact_ones(
+    town: tuple[str, np.ndarray], clock: SimClock
+) -> None:
+    """Cosines come from the stored float32 vectors, as without pgvector, not from its
+    distances: every number of the explanation is the same."""
+    url, queries = town
+    with _open(url, clock, "auto") as fast, _open(url, clock, "off") as exact:
+        for q in queries[:4]:
+            a = fast.peek("weather", query_embedding=q, explain=True)
+            b = exact.peek("weather", query_embedding=q, explain=True)
+            assert [h.breakdown.to_dict() | {"preselected": None} for h in a if h.breakdown] == [
+                h.breakdown.to_dict() for h in b if h.breakdown
+            ]
+            assert all(h.breakdown and h.breakdown.preselected for h in a)
