@@ -207,8 +207,8 @@ class Breakdown:
     ``relevance_dense`` is the raw cosine, ``relevance_lexical`` the raw BM25 (higher is better);
     either is ``None`` when that signal was not used. ``preselected`` is ``None`` when every
     record was scored exactly; after pgvector pre-selection (PostgreSQL, large namespaces) it
-    says whether this record was among the pre-selected nearest — if not, its cosine was not
-    computed and counted as 0 (``relevance_dense`` is ``None``). ``recency_raw`` is
+    says whether this record's cosine was computed (it was among the nearest, or it matches a
+    query term) — if not, it counted as 0 (``relevance_dense`` is ``None``). ``recency_raw`` is
     ``decay ** (age / unit)`` for elapsed recency, or ``decay ** position`` for the
     code-compatible ordinal recency.
     """

@@ -49,7 +49,8 @@ class VectorIndex:
     Args:
         store: the store (its connection, transactions and schema lock).
         mode: ``"auto"`` (use the extension when the server has it, creating it if this role
-            may), ``"require"`` (fail to open without it) or ``"off"``.
+            may), ``"require"`` (fail to open without it) or ``"off"`` (reads never use it; if
+            the database already keeps the copy, writes still maintain it for other processes).
         min_records: pre-select only for namespaces at least this large; below it, scoring
             every record exactly is as fast.
         candidates: how many nearest records to pre-select (at least 4 × k; at most 1,000).
@@ -69,13 +70,29 @@ class VectorIndex:
         self._store = store
         self.min_records = min_records
         self.candidates = candidates
-        self.enabled = False
+        self.enabled = False  # reads pre-select
+        self.maintained = False  # writes copy vectors
         self.reason = "vector_index='off'"
         self._dims: set[int] = set()
-        if mode != "off":
+        if mode == "off":
+            self._attach()
+        else:
             self._setup(required=mode == "require")
 
     # -- setup -------------------------------------------------------------------------------
+    def _attach(self) -> None:
+        """Keep an existing copy complete without reading from it."""
+        store = self._store
+        if store._query("SELECT to_regclass('ann_vectors') IS NOT NULL")[0][0]:
+            self.maintained = True
+            self._dims = {
+                int(name.rsplit("_", 1)[1])
+                for (name,) in store._query(
+                    "SELECT indexname FROM pg_indexes WHERE tablename = 'ann_vectors'"
+                    " AND indexname LIKE 'ann_vectors_hnsw_%'"
+                )
+            }
+
     def _setup(self, *, required: bool) -> None:
         store = self._store
         with store.write():
@@ -92,7 +109,7 @@ class VectorIndex:
                 self._backfill()
                 for (dim,) in store._execute("SELECT DISTINCT dim FROM ann_vectors").fetchall():
                     self._ensure_index(int(dim))
-                self.enabled = True
+                self.enabled = self.maintained = True
                 self.reason = "pgvector"
         if required and not self.enabled:
             raise StoreError(f"{store.location}: vector_index='require' but {self.reason}")
@@ -155,7 +172,7 @@ class VectorIndex:
     # -- the store's hooks -------------------------------------------------------------------
     def add(self, space: str, rows: Sequence[tuple[int, str, np.ndarray]]) -> None:
         """In the write transaction: copy new records' vectors."""
-        if self.enabled and rows:
+        if self.maintained and rows:
             self._insert([(pk, space, agent, v) for pk, agent, v in rows], index=True)
 
     def nearest(
@@ -177,7 +194,7 @@ class VectorIndex:
                 f" ORDER BY v::vector({dim}) <=> ?::vector({dim}) LIMIT ?",
                 (space, list(agents), vector_literal(vector), limit),
             )
-        if len(rows) < max(4 * k, limit // 2):
+        if len(rows) < max(k, limit // 2):
             # The scan's nearest were mostly other spaces' or agents' records: too few
             # candidates are left after the filter, so score exactly instead.
             return None
