@@ -101,7 +101,7 @@ class PostgresStore(SQLStore):
         *,
         connect_timeout_s: float = 10,
         vector_index: str = "auto",
-        preselect_min_records: int = 100_000,
+        preselect_min_records: int = 200_000,
         preselect_candidates: int = 400,
     ) -> None:
         super().__init__()
