@@ -7,7 +7,9 @@ must return the same hits with the same scores.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import pytest
@@ -247,3 +249,61 @@ def _flat(d: dict[str, object], prefix: str = "") -> dict[str, object]:
         else:
             out[f"{prefix}{key}"] = value
     return out
+
+
+def test_a_role_without_the_privileges_opens_the_store_and_scores_exactly(
+    pgvector_url: str,
+) -> None:
+    """Creating the extension needs a superuser (pgvector is not a trusted extension), and the
+    copy needs CREATE on the schema: without either, ``auto`` opens the store and says why
+    nothing is pre-selected; ``require`` refuses. An application role with only table
+    privileges opens a schema its owner migrated."""
+    PostgresStore(pgvector_url, vector_index="off").close()  # the owner migrates the schema
+    role = f"chronomem_limited_{uuid.uuid4().hex[:8]}"
+    parts = urlsplit(pgvector_url)
+    limited = urlunsplit(parts._replace(netloc=f"{role}:pw@{parts.hostname}:{parts.port}"))
+    owner = PostgresStore(pgvector_url, vector_index="off")
+    try:
+        with owner.write():
+            owner._execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw'")
+            owner._execute(f"GRANT USAGE ON SCHEMA public TO {role}")
+            owner._execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
+        store = PostgresStore(limited)
+        try:
+            assert not store.vectors.enabled
+            assert "may not CREATE EXTENSION vector" in store.stats("default")["candidates"]
+        finally:
+            store.close()
+        with owner.write():
+            owner._execute("CREATE EXTENSION vector")
+        store = PostgresStore(limited)
+        try:
+            assert not store.vectors.enabled
+            assert "the vector copy cannot be kept" in store.stats("default")["candidates"]
+        finally:
+            store.close()
+        with pytest.raises(StoreError, match="vector_index='require' but"):
+            PostgresStore(limited, vector_index="require")
+        # Once the owner has set the copy up, table privileges are enough to use it.
+        PostgresStore(pgvector_url).close()
+        with owner.write():
+            owner._execute(f"GRANT ALL ON ann_vectors TO {role}")
+            owner._execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}")
+        vector = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
+        store = PostgresStore(limited, vector_index="require")
+        with Memory.open(store, embedder=None) as mem:
+            assert store.vectors.enabled
+            written = mem.remember("written by the application role", embedding=vector).id
+            # Its role may not create the index for this new dimension: the copy is written
+            # anyway, and reads stay exact until the owner opens the store.
+            assert not store.vectors._indexed(DIM)
+        copied = owner._query("SELECT r.id FROM ann_vectors a JOIN records r USING (pk)")
+        assert [r[0] for r in copied] == [written]
+        PostgresStore(pgvector_url).close()
+        indexes = owner._query("SELECT indexname FROM pg_indexes WHERE tablename = 'ann_vectors'")
+        assert f"ann_vectors_hnsw_{DIM}" in {r[0] for r in indexes}
+    finally:
+        with owner.write():
+            owner._execute(f"DROP OWNED BY {role}")
+            owner._execute(f"DROP ROLE {role}")
+        owner.close()

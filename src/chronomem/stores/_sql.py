@@ -172,6 +172,11 @@ class SQLStore:
     def _greatest(self, a: str, b: str) -> str:
         return f"GREATEST({a}, {b})"
 
+    def _has_table(self, name: str) -> bool:
+        """Whether the table exists (asked instead of ``CREATE TABLE IF NOT EXISTS``, which needs
+        the privilege to create even when there is nothing to create)."""
+        raise NotImplementedError
+
     def _index_vectors(self, space: str, rows: Sequence[tuple[int, str, np.ndarray]]) -> None:
         """Called in the write transaction with each new record's key, agent and vector: a
         backend with a vector index adds them (purge removes them by cascade)."""
@@ -246,10 +251,11 @@ class SQLStore:
     def _migrate(self) -> None:
         latest = self.migrations[-1].version
         with self.write():
-            self._execute(
-                "CREATE TABLE IF NOT EXISTS schema_version ("
-                " version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL)"
-            )
+            if not self._has_table("schema_version"):
+                self._execute(
+                    "CREATE TABLE schema_version (version INTEGER PRIMARY KEY,"
+                    " description TEXT NOT NULL, applied_at TEXT NOT NULL)"
+                )
             current = self._execute(
                 "SELECT COALESCE(MAX(version), 0) FROM schema_version"
             ).fetchone()[0]

@@ -14,7 +14,7 @@ foreign key cascades), so purge needs nothing more here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,7 +29,7 @@ __all__ = ["MAX_CANDIDATES", "VectorIndex", "vector_literal"]
 
 MAX_CANDIDATES = 1000  # hnsw.ef_search's ceiling: an HNSW scan returns at most ef_search rows
 _BACKFILL_BATCH = 2000
-_TABLE = """CREATE TABLE IF NOT EXISTS ann_vectors (
+_TABLE = """CREATE TABLE ann_vectors (
     pk    BIGINT PRIMARY KEY REFERENCES records (pk) ON DELETE CASCADE,
     space TEXT COLLATE "C" NOT NULL,
     agent TEXT COLLATE "C" NOT NULL,
@@ -73,7 +73,8 @@ class VectorIndex:
         self.enabled = False  # reads pre-select
         self.maintained = False  # writes copy vectors
         self.reason = "vector_index='off'"
-        self._dims: set[int] = set()
+        self._dims: set[int] = set()  # dimensions with an HNSW index
+        self._refused: set[int] = set()  # dimensions this role may not index
         if mode == "off":
             self._attach()
         else:
@@ -82,16 +83,19 @@ class VectorIndex:
     # -- setup -------------------------------------------------------------------------------
     def _attach(self) -> None:
         """Keep an existing copy complete without reading from it."""
-        store = self._store
-        if store._query("SELECT to_regclass('ann_vectors') IS NOT NULL")[0][0]:
-            self.maintained = True
-            self._dims = {
-                int(name.rsplit("_", 1)[1])
-                for (name,) in store._query(
-                    "SELECT indexname FROM pg_indexes WHERE tablename = 'ann_vectors'"
-                    " AND indexname LIKE 'ann_vectors_hnsw_%'"
-                )
-            }
+        with self._store.snapshot():
+            if self._store._has_table("ann_vectors"):
+                self.maintained = True
+                self._dims = self._indexed_dims()
+
+    def _indexed_dims(self) -> set[int]:
+        return {
+            int(name.rsplit("_", 1)[1])
+            for (name,) in self._store._query(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'ann_vectors'"
+                " AND indexname LIKE 'ann_vectors_hnsw_%'"
+            )
+        }
 
     def _setup(self, *, required: bool) -> None:
         store = self._store
@@ -102,30 +106,43 @@ class VectorIndex:
             ).fetchone()
             if row is None:
                 self.reason = "the server has no pgvector extension"
-            elif row[0] is None and not self._create_extension():
-                self.reason = "this role may not CREATE EXTENSION vector"
+            elif row[0] is None and (
+                failed := self._attempt(lambda: store._execute("CREATE EXTENSION vector"))
+            ):
+                self.reason = f"this role may not CREATE EXTENSION vector ({failed})"
+            elif failed := self._attempt(self._create_copy):
+                self._dims.clear()
+                self.reason = f"the vector copy cannot be kept ({failed})"
             else:
-                store._execute(_TABLE)
-                self._backfill()
-                for (dim,) in store._execute("SELECT DISTINCT dim FROM ann_vectors").fetchall():
-                    self._ensure_index(int(dim))
                 self.enabled = self.maintained = True
                 self.reason = "pgvector"
         if required and not self.enabled:
             raise StoreError(f"{store.location}: vector_index='require' but {self.reason}")
 
-    def _create_extension(self) -> bool:
+    def _create_copy(self) -> None:
+        # Only what is missing is created, so a role with just the table privileges can use a
+        # copy its owner set up.
+        if not self._store._has_table("ann_vectors"):
+            self._store._execute(_TABLE)
+        self._dims = self._indexed_dims()
+        self._backfill()
+        for (dim,) in self._store._execute("SELECT DISTINCT dim FROM ann_vectors").fetchall():
+            self._ensure_index(int(dim))
+
+    def _attempt(self, step: Callable[[], object]) -> str | None:
+        """Run ``step`` in a savepoint; on a database error (privileges, mostly) undo it and
+        return the error's first line, so the store still opens, scoring exactly."""
         store = self._store
         store._execute("SAVEPOINT chronomem_vector")
         try:
-            store._execute("CREATE EXTENSION IF NOT EXISTS vector")
+            step()
         except Exception as exc:
             if not store._is_db_error(exc):
                 raise
             store._execute("ROLLBACK TO SAVEPOINT chronomem_vector")
-            return False
+            return str(exc).splitlines()[0]
         store._execute("RELEASE SAVEPOINT chronomem_vector")
-        return True
+        return None
 
     def _backfill(self) -> None:
         """Copy the vectors of records written while the index was off (or before it existed)."""
@@ -151,14 +168,24 @@ class VectorIndex:
             )
 
     def _ensure_index(self, dim: int) -> None:
-        if dim in self._dims:
+        if dim in self._dims or dim in self._refused:
             return
         self._store._lock_schema()
-        self._store._execute(
-            f"CREATE INDEX IF NOT EXISTS ann_vectors_hnsw_{dim} ON ann_vectors"
-            f" USING hnsw ((v::vector({dim})) vector_cosine_ops) WHERE dim = {dim}"
+        if dim in self._indexed_dims():  # another process made it
+            self._dims.add(dim)
+            return
+        # A role that may not create it (it needs to own the table) still writes the copy;
+        # reads of this dimension stay exact until the owner opens the store once.
+        failed = self._attempt(
+            lambda: self._store._execute(
+                f"CREATE INDEX ann_vectors_hnsw_{dim} ON ann_vectors"
+                f" USING hnsw ((v::vector({dim})) vector_cosine_ops) WHERE dim = {dim}"
+            )
         )
-        self._dims.add(dim)
+        if failed is None:
+            self._dims.add(dim)
+        else:
+            self._refused.add(dim)  # not again from this process
 
     def _insert(self, rows: Sequence[tuple[int, str, str, np.ndarray]], *, index: bool) -> None:
         if index:

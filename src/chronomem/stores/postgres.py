@@ -156,6 +156,10 @@ class PostgresStore(SQLStore):
     def _json_each(self, expression: str) -> str:
         return f"jsonb_array_elements_text(({expression})::jsonb) AS e(value)"
 
+    def _has_table(self, name: str) -> bool:
+        # As the search path resolves it, like every statement here.
+        return bool(self._execute("SELECT to_regclass(?) IS NOT NULL", (name,)).fetchone()[0])
+
     def _lock_schema(self) -> None:
         """In a write transaction: wait until no other process changes the schema."""
         self._execute(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")

@@ -88,6 +88,12 @@ class SQLiteStore(SQLStore):
     def _greatest(self, a: str, b: str) -> str:
         return f"MAX({a}, {b})"
 
+    def _has_table(self, name: str) -> bool:
+        row = self._execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+        ).fetchone()
+        return row is not None
+
     def close(self) -> None:
         with self._lock:
             try:
