@@ -78,17 +78,17 @@ def _cluster(*, pgvector: bool = False) -> Iterator[str]:
     directory = Path(tempfile.mkdtemp(prefix="chronomem-pg-"))
     try:
         bindir = _pgserver_binaries(directory) if pgvector else _bindir()
+        if os.geteuid() == 0:
+            try:
+                user = pwd.getpwnam("postgres")
+            except KeyError as exc:
+                raise Unavailable("running as root and there is no 'postgres' user") from exc
+            for path in (directory, *directory.rglob("*")):
+                os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
+            run_as = ["runuser", "-u", "postgres", "--"]
     except BaseException:
         shutil.rmtree(directory, ignore_errors=True)
         raise
-    if os.geteuid() == 0:
-        try:
-            user = pwd.getpwnam("postgres")
-        except KeyError as exc:
-            raise Unavailable("running as root and there is no 'postgres' user") from exc
-        for path in (directory, *directory.rglob("*")):
-            os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
-        run_as = ["runuser", "-u", "postgres", "--"]
     data, log, port = directory / "data", directory / "server.log", _free_port()
 
     def run(*args: str) -> None:

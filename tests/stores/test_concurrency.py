@@ -17,7 +17,9 @@ import textwrap
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from chronomem import Memory, SimClock
+import pytest
+
+from chronomem import InvalidInputError, Memory, SimClock
 
 from ..conftest import T0, unit
 
@@ -29,7 +31,9 @@ _WORKER = """
 import sys
 from datetime import datetime, timedelta
 import numpy as np
-from chronomem import Memory, SimClock
+import pytest
+
+from chronomem import InvalidInputError, Memory, SimClock
 
 url, worker, rounds, start = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 t0 = datetime.fromisoformat(start)
@@ -134,3 +138,19 @@ def test_concurrent_supersessions_of_one_record_let_exactly_one_win(
         assert [r.id for r in mem.history(target)] == [target, won[0]]
         assert mem.get(target).superseded_by == won[0]
         assert mem.stats()["records"] == 2  # the losers' successors were rolled back
+
+
+def test_the_first_vector_from_two_handles_fixes_one_dimension(
+    location: str | Path, clock: SimClock
+) -> None:
+    """Two handles opened on an empty store (as two processes would): the second to write
+    adopts the dimension the first fixed, and refuses another one."""
+    first, second, third = (Memory.open(location, embedder=None, clock=clock) for _ in "abc")
+    with first, second, third:
+        first.remember("from the first", embedding=unit(1.0, 0.0, 0.0))
+        assert second.remember("from the second", embedding=unit(0.0, 1.0, 0.0)).stored
+        assert second.dim == 3
+        with pytest.raises(InvalidInputError, match=r"have dimension 3 .* got 4"):
+            third.remember("from the third", embedding=[1.0, 0.0, 0.0, 0.0])
+        texts = sorted(h.record.text for h in third.peek("from", k=5))
+        assert texts == ["from the first", "from the second"]

@@ -87,6 +87,9 @@ def test_preselected_reads_equal_exact_reads(town: tuple[str, np.ndarray], clock
         for q in queries:
             for agents in (["ada", "bo"], ["bo"]):
                 _same(_hits(fast, q, agents=agents), _hits(exact, q, agents=agents))
+            # Over both agents, every one of these reads really was pre-selected.
+            hits = fast.peek("weather", query_embedding=q, k=10, explain=True)
+            assert all(h.breakdown and h.breakdown.preselected for h in hits)
         explained = fast.peek("weather", query_embedding=queries[0], k=10, explain=True)
         assert {h.breakdown.preselected for h in explained if h.breakdown} == {True}
         plain = exact.peek("weather", query_embedding=queries[0], k=10, explain=True)
@@ -133,6 +136,31 @@ def _explain(mem: Memory, text: str, q: np.ndarray, *, k: int) -> dict[str, Brea
     return {h.record.id: h.breakdown for h in hits if h.breakdown is not None}
 
 
+def test_reads_whose_filter_hides_most_of_the_nearest_are_scored_exactly(
+    pgvector_url: str, clock: SimClock
+) -> None:
+    """Most records near the query are observations; a read of facts only must not lose the
+    facts' cosines because the index's nearest were all observations."""
+    rng = np.random.default_rng(5)
+    centre = rng.standard_normal(DIM).astype(np.float32)
+    vectors = _vectors(rng, 3000, centre[None, :])
+    items = [
+        {"text": f"{'fact' if i % 30 == 0 else 'observation'} {i}", "embedding": v}
+        | ({"kind": "fact", "domain": f"d{i}"} if i % 30 == 0 else {})
+        for i, v in enumerate(vectors)
+    ]
+    with _open(pgvector_url, clock, "auto") as mem:
+        mem.remember_many(items)
+    q = centre / np.linalg.norm(centre)
+    with _open(pgvector_url, clock, "auto") as fast, _open(pgvector_url, clock, "off") as exact:
+        for kinds in (["fact"], None):
+            a = fast.peek("ledger", query_embedding=q, k=5, kinds=kinds, explain=True)
+            b = exact.peek("ledger", query_embedding=q, k=5, kinds=kinds)
+            _same([(h.record.id, h.score) for h in a], [(h.record.id, h.score) for h in b])
+            expected = None if kinds else True  # facts only: exact; everything: pre-selected
+            assert {h.breakdown.preselected for h in a if h.breakdown} == {expected}
+
+
 def test_small_namespaces_and_crowded_indexes_are_scored_exactly(
     town: tuple[str, np.ndarray], clock: SimClock
 ) -> None:
@@ -161,17 +189,20 @@ def test_the_copy_follows_purge_and_is_backfilled_when_switched_on(
 ) -> None:
     rng = np.random.default_rng(3)
     vectors = _vectors(rng, 50, rng.standard_normal((4, DIM)).astype(np.float32))
+    early = Memory.open(PostgresStore(pgvector_url, vector_index="off"), embedder=None, clock=clock)
     with Memory.open(
         PostgresStore(pgvector_url, vector_index="off"), embedder=None, clock=clock
     ) as mem:
         ids = [
             r.id
             for r in mem.remember_many(
-                [{"text": f"n{i}", "embedding": v} for i, v in enumerate(vectors)]
+                [{"text": f"n{i}", "embedding": v} for i, v in enumerate(vectors[:49])]
             )
         ]
         mem.remember("no vector here", embedding=None)
     store = PostgresStore(pgvector_url)  # auto: the server has pgvector
+    with early:  # opened before the copy existed: its writes are copied all the same
+        ids.append(early.remember("n49", embedding=vectors[49]).id)
     try:
         assert store.vectors.enabled
         copied = store._query(
@@ -286,7 +317,7 @@ def test_a_role_without_the_privileges_opens_the_store_and_scores_exactly(
             written = mem.remember("written by the application role", embedding=vector).id
             # Its role may not create the index for this new dimension: the copy is written
             # anyway, and reads stay exact until the owner opens the store.
-            assert not store.vectors._indexed(DIM)
+            assert not store.vectors._has_index(DIM)
         copied = owner._query("SELECT r.id FROM ann_vectors a JOIN records r USING (pk)")
         assert [r[0] for r in copied] == [written]
         PostgresStore(pgvector_url).close()

@@ -20,6 +20,7 @@ from chronomem.embedders.base import Embedder
 from chronomem.errors import (
     ConfigError,
     EmbedderMismatchError,
+    InvalidInputError,
     NotFoundError,
     StoreError,
 )
@@ -212,7 +213,15 @@ class _Base:
         """The first caller-supplied vector fixes the store's dimension."""
         if self._meta.dim is None:
             meta = EmbeddingMeta(model=None, dim=dim)
-            self._store.set_embedding_meta(meta)
+            try:
+                self._store.set_embedding_meta(meta)
+            except StoreError:  # another process wrote the first vector meanwhile
+                meta = self._store.embedding_meta()
+                if meta.dim != dim:
+                    raise InvalidInputError(
+                        f"this store's vectors have dimension {meta.dim} (another process wrote "
+                        f"first); got {dim}"
+                    ) from None
             self._meta = meta
             self._index.set_dim(dim)
 

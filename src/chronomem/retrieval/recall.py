@@ -198,14 +198,21 @@ def _lifecycle(cols: Columns, q: Query) -> _Lifecycle:
 
 
 def _preselect(
-    store: MemoryStore, space: str, cols: Columns, q: Query, lexical: F64 | None
+    store: MemoryStore,
+    space: str,
+    cols: Columns,
+    q: Query,
+    lexical: F64 | None,
+    visible: Mask | None,
 ) -> Mask | None:
     """The rows whose cosine is computed when a store's vector index pre-selects (``None``: every
     row's is): the index's nearest records, plus every record matching a query term — so the
     hybrid score is exact for every lexical match, and only records matching no term and outside
     the nearest lose their dense relevance. Only for reads whose score is absolute (``fixed``
     normalisation), without a crisis, that use dense relevance: min-max ranges and causal
-    association need every cosine."""
+    association need every cosine. When most of the nearest are not candidates of this read
+    (other kinds, superseded, later than ``as_of``), the visible records beyond them would all
+    lose their cosine: then every row is scored too."""
     c = q.config
     if (
         q.vector is None
@@ -229,6 +236,9 @@ def _preselect(
         at = np.minimum(np.searchsorted(keys, pks), a.n - 1)
         found = keys[at] == pks
         chosen[offset + at[found]] = True
+    nearest = int(np.count_nonzero(chosen if visible is None else chosen & visible))
+    if nearest < max(q.k, pks.size // 2):
+        return None
     if lexical is not None:
         chosen |= lexical > 0.0
     if not _gather_is_cheap(int(np.count_nonzero(chosen)), cols.size):
@@ -430,7 +440,7 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             return []
         needs_lexical = q.vector is None or q.config.relevance is not RelevanceMode.DENSE
         lexical = _lexical(store, space, cols, q.text) if needs_lexical else None
-        chosen = _preselect(store, space, cols, q, lexical)
+        chosen = _preselect(store, space, cols, q, lexical, mask)
         dense, event_cosines = _similarities(cols, q.vector, q.crisis, chosen)
         life = _lifecycle(cols, q)
         boost = None if q.crisis is None else _boost(cols, q.crisis, event_cosines)

@@ -73,8 +73,8 @@ class VectorIndex:
         self.enabled = False  # reads pre-select
         self.maintained = False  # writes copy vectors
         self.reason = "vector_index='off'"
-        self._dims: set[int] = set()  # dimensions with an HNSW index
         self._refused: set[int] = set()  # dimensions this role may not index
+        self._copy_refused = False  # this role may not write the copy
         if mode == "off":
             self._attach()
         else:
@@ -84,18 +84,12 @@ class VectorIndex:
     def _attach(self) -> None:
         """Keep an existing copy complete without reading from it."""
         with self._store.snapshot():
-            if self._store._has_table("ann_vectors"):
-                self.maintained = True
-                self._dims = self._indexed_dims()
+            self.maintained = self._store._has_table("ann_vectors")
 
-    def _indexed_dims(self) -> set[int]:
-        return {
-            int(name.rsplit("_", 1)[1])
-            for (name,) in self._store._query(
-                "SELECT indexname FROM pg_indexes WHERE tablename = 'ann_vectors'"
-                " AND indexname LIKE 'ann_vectors_hnsw_%'"
-            )
-        }
+    def _has_index(self, dim: int) -> bool:
+        # Asked each time (a catalog lookup, as the search path resolves it): a cached answer
+        # would survive the rollback of the transaction that created the index.
+        return self._store._has_table(f"ann_vectors_hnsw_{dim}")
 
     def _setup(self, *, required: bool) -> None:
         store = self._store
@@ -111,7 +105,6 @@ class VectorIndex:
             ):
                 self.reason = f"this role may not CREATE EXTENSION vector ({failed})"
             elif failed := self._attempt(self._create_copy):
-                self._dims.clear()
                 self.reason = f"the vector copy cannot be kept ({failed})"
             else:
                 self.enabled = self.maintained = True
@@ -124,7 +117,6 @@ class VectorIndex:
         # copy its owner set up.
         if not self._store._has_table("ann_vectors"):
             self._store._execute(_TABLE)
-        self._dims = self._indexed_dims()
         self._backfill()
         for (dim,) in self._store._execute("SELECT DISTINCT dim FROM ann_vectors").fetchall():
             self._ensure_index(int(dim))
@@ -147,16 +139,18 @@ class VectorIndex:
     def _backfill(self) -> None:
         """Copy the vectors of records written while the index was off (or before it existed)."""
         store = self._store
+        after = 0
         while True:
             rows = store._execute(
                 "SELECT r.pk, r.space, r.agent, r.embedding FROM records r"
-                " WHERE r.embedding IS NOT NULL"
+                " WHERE r.pk > ? AND r.embedding IS NOT NULL"
                 " AND NOT EXISTS (SELECT 1 FROM ann_vectors a WHERE a.pk = r.pk)"
                 " ORDER BY r.pk LIMIT ?",
-                (_BACKFILL_BATCH,),
+                (after, _BACKFILL_BATCH),
             ).fetchall()
             if not rows:
                 return
+            after = rows[-1][0]
             # Before the indexes exist (``_setup`` creates them afterwards): one bulk HNSW
             # build is much faster than inserting into the graph row by row.
             self._insert(
@@ -168,11 +162,10 @@ class VectorIndex:
             )
 
     def _ensure_index(self, dim: int) -> None:
-        if dim in self._dims or dim in self._refused:
+        if dim in self._refused or self._has_index(dim):
             return
         self._store._lock_schema()
-        if dim in self._indexed_dims():  # another process made it
-            self._dims.add(dim)
+        if self._has_index(dim):  # another process made it meanwhile
             return
         # A role that may not create it (it needs to own the table) still writes the copy;
         # reads of this dimension stay exact until the owner opens the store once.
@@ -182,9 +175,7 @@ class VectorIndex:
                 f" USING hnsw ((v::vector({dim})) vector_cosine_ops) WHERE dim = {dim}"
             )
         )
-        if failed is None:
-            self._dims.add(dim)
-        else:
+        if failed is not None:
             self._refused.add(dim)  # not again from this process
 
     def _insert(self, rows: Sequence[tuple[int, str, str, np.ndarray]], *, index: bool) -> None:
@@ -198,16 +189,25 @@ class VectorIndex:
 
     # -- the store's hooks -------------------------------------------------------------------
     def add(self, space: str, rows: Sequence[tuple[int, str, np.ndarray]]) -> None:
-        """In the write transaction: copy new records' vectors."""
-        if self.maintained and rows:
-            self._insert([(pk, space, agent, v) for pk, agent, v in rows], index=True)
+        """In the write transaction: copy new records' vectors — also when this process opened
+        before another created the copy. A role that may not write it does not fail the write;
+        the next store opened by one that may copies what is missing."""
+        if not rows or self._copy_refused:
+            return
+        if not self.maintained:
+            self.maintained = self._store._has_table("ann_vectors")
+            if not self.maintained:
+                return
+        copy = [(pk, space, agent, v) for pk, agent, v in rows]
+        if self._attempt(lambda: self._insert(copy, index=True)) is not None:
+            self._copy_refused = True
 
     def nearest(
         self, space: str, agents: Sequence[str], vector: np.ndarray, *, namespace: int, k: int
     ) -> I64 | None:
         """Store keys of the approximately nearest records, or ``None``: score exactly."""
         dim = int(vector.shape[0])
-        if not self.enabled or namespace < max(self.min_records, 1) or not self._indexed(dim):
+        if not self.enabled or namespace < max(self.min_records, 1) or not self._has_index(dim):
             return None
         limit = min(MAX_CANDIDATES, max(self.candidates, 4 * k))
         if limit >= namespace:
@@ -226,13 +226,3 @@ class VectorIndex:
             # candidates are left after the filter, so score exactly instead.
             return None
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-
-    def _indexed(self, dim: int) -> bool:
-        if dim not in self._dims:
-            # Another process may have written the first vectors of this dimension.
-            found = self._store._query(
-                "SELECT 1 FROM pg_indexes WHERE indexname = ?", (f"ann_vectors_hnsw_{dim}",)
-            )
-            if found:
-                self._dims.add(dim)
-        return dim in self._dims
