@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from enum import StrEnum
 from types import MappingProxyType
@@ -334,22 +334,24 @@ class ScoringConfig:
         object.__setattr__(self, "exclude_kinds", frozenset(Kind(k) for k in self.exclude_kinds))
 
 
+# Long-horizon conversational memory: hybrid relevance carries the ranking; recency and
+# importance only break near-ties. Fixed normalisation keeps scores comparable.
+_DEFAULT = ScoringConfig(
+    name="default",
+    relevance=RelevanceMode.HYBRID,
+    dense_share=0.5,
+    recency=RecencyMode.ELAPSED,
+    recency_decay=0.99,
+    recency_unit=timedelta(days=1),
+    normalisation=Normalisation.FIXED,
+    weights=Weights(relevance=1.0, recency=0.05, importance=0.05),
+    bm25_half=8.0,
+    versions=VersionConfig(),
+)
+
 PRESETS: Mapping[str, ScoringConfig] = MappingProxyType(
     {
-        # Long-horizon conversational memory: hybrid relevance carries the ranking; recency and
-        # importance only break near-ties. Fixed normalisation keeps scores comparable.
-        "default": ScoringConfig(
-            name="default",
-            relevance=RelevanceMode.HYBRID,
-            dense_share=0.5,
-            recency=RecencyMode.ELAPSED,
-            recency_decay=0.99,
-            recency_unit=timedelta(days=1),
-            normalisation=Normalisation.FIXED,
-            weights=Weights(relevance=1.0, recency=0.05, importance=0.05),
-            bm25_half=8.0,
-            versions=VersionConfig(),
-        ),
+        "default": _DEFAULT,
         # The paper (Park et al. 2023, §4.1): recency 0.995 per game hour since last access,
         # importance and relevance, each min-max normalised, equal weights.
         "generative-agents": ScoringConfig(
@@ -381,16 +383,9 @@ PRESETS: Mapping[str, ScoringConfig] = MappingProxyType(
         # (an update inherits 0.3 of its older version's score; within 0.1 of the best score the
         # most recent record gains up to 0.1). Ranks the newer of two conflicting values first far
         # more often, at a cost in top ranks on general conversational QA (docs/benchmarks.md).
-        "current-facts": ScoringConfig(
+        "current-facts": replace(
+            _DEFAULT,
             name="current-facts",
-            relevance=RelevanceMode.HYBRID,
-            dense_share=0.5,
-            recency=RecencyMode.ELAPSED,
-            recency_decay=0.99,
-            recency_unit=timedelta(days=1),
-            normalisation=Normalisation.FIXED,
-            weights=Weights(relevance=1.0, recency=0.05, importance=0.05),
-            bm25_half=8.0,
             versions=VersionConfig(inherit=0.3, band=0.1, band_weight=0.1),
         ),
         # CivilizationOS (TCMF): recency decays 0.02 per simulation tick (here: per hour), fixed

@@ -523,17 +523,21 @@ class SQLStore:
         n_docs, total_len = int(totals[0][0]), int(totals[0][1])
         return _bm25(np.asarray(rows, dtype=np.int64), counts, n_docs, total_len)
 
-    def get_records(self, space: str, ids: Sequence[str]) -> list[Record]:
-        found: dict[str, Record] = {}
+    def _by_ids(self, select: str, space: str, ids: Sequence[str]) -> list[Any]:
+        """Rows of ``SELECT … FROM table`` (first column the id) for ``ids`` in that order;
+        missing ids are skipped."""
+        found: dict[str, Any] = {}
         for chunk in _chunks(list(ids)):
             rows = self._query(
-                f"SELECT {self._select_record} FROM records"
-                f" WHERE id IN ({_marks(len(chunk))}) AND {self._hint('space')} = ?",
+                f"{select} WHERE id IN ({_marks(len(chunk))}) AND {self._hint('space')} = ?",
                 (*chunk, space),
             )
-            for row in rows:
-                found[row[0]] = self._record(row)
+            found.update((row[0], row) for row in rows)
         return [found[i] for i in ids if i in found]
+
+    def get_records(self, space: str, ids: Sequence[str]) -> list[Record]:
+        rows = self._by_ids(f"SELECT {self._select_record} FROM records", space, ids)
+        return [self._record(row) for row in rows]
 
     def get_embedding(self, space: str, record_id: str) -> np.ndarray | None:
         rows = self._query(
@@ -817,15 +821,8 @@ class SQLStore:
             )  # fmt: skip
 
     def get_events(self, space: str, ids: Sequence[str]) -> list[Event]:
-        found: dict[str, Event] = {}
-        for chunk in _chunks(list(ids)):
-            rows = self._query(
-                f"SELECT {_EVENT_COLUMNS} FROM events"
-                f" WHERE id IN ({_marks(len(chunk))}) AND {self._hint('space')} = ?",
-                (*chunk, space),
-            )
-            found.update((row[0], self._event(row)) for row in rows)
-        return [found[i] for i in ids if i in found]
+        rows = self._by_ids(f"SELECT {_EVENT_COLUMNS} FROM events", space, ids)
+        return [self._event(row) for row in rows]
 
     def iter_events(self, space: str) -> Iterator[tuple[Event, np.ndarray | None]]:
         last_pk = 0
@@ -842,18 +839,8 @@ class SQLStore:
             last_pk = rows[-1][0]
 
     def event_embeddings(self, space: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        for chunk in _chunks(list(ids)):
-            rows = self._query(
-                f"SELECT id, embedding FROM events WHERE id IN ({_marks(len(chunk))})"
-                f" AND {self._hint('space')} = ? AND embedding IS NOT NULL",
-                (*chunk, space),
-            )
-            for rid, blob in rows:
-                vector = _vector(blob)
-                if vector is not None:
-                    out[rid] = vector
-        return out
+        rows = self._by_ids("SELECT id, embedding FROM events", space, ids)
+        return {rid: v for rid, blob in rows if (v := _vector(blob)) is not None}
 
     def events_between(
         self, space: str, *, after_us: int, before_us: int, scope: str | None = None

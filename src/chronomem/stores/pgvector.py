@@ -74,7 +74,7 @@ class VectorIndex:
         self.maintained = False  # writes copy vectors
         self.reason = "vector_index='off'"
         self._refused: set[int] = set()  # dimensions this role may not index
-        self._copy_refused = False  # this role may not write the copy
+        self._copy_refused = False  # no copy from this process (role may not, or server has none)
         if mode == "off":
             self._attach()
         else:
@@ -85,6 +85,13 @@ class VectorIndex:
         """Keep an existing copy complete without reading from it."""
         with self._store.snapshot():
             self.maintained = self._store._has_table("ann_vectors")
+            if not self.maintained and not self._server_has_vector():
+                self._copy_refused = True  # no copy can appear: skip the check on every write
+
+    def _server_has_vector(self) -> bool:
+        return bool(
+            self._store._query("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+        )
 
     def _has_index(self, dim: int) -> bool:
         # Asked each time (a catalog lookup, as the search path resolves it): a cached answer
@@ -100,6 +107,7 @@ class VectorIndex:
             ).fetchone()
             if row is None:
                 self.reason = "the server has no pgvector extension"
+                self._copy_refused = True  # no copy can appear: skip the check on every write
             elif row[0] is None and (
                 failed := self._attempt(lambda: store._execute("CREATE EXTENSION vector"))
             ):
