@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def git_revision() -> str:
@@ -43,3 +46,11 @@ def machine() -> dict[str, Any]:
         "processor": platform.processor() or platform.machine(),
         "platform": platform.platform(),
     }
+
+
+def write_results(name: str, payload: dict[str, Any], markdown: str | list[str]) -> None:
+    """``bench/results/<name>.json`` (the payload) and ``<name>.md`` (text, or its lines)."""
+    text = markdown if isinstance(markdown, str) else "\n".join(markdown)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2) + "\n")
+    (RESULTS / f"{name}.md").write_text(text.rstrip("\n") + "\n")

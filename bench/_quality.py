@@ -15,6 +15,16 @@ F32 = npt.NDArray[np.float32]
 CACHE = Path(__file__).resolve().parent / ".cache"
 
 
+# The systems every quality benchmark runs next to chronomem's presets, on the same vectors.
+BASELINES = (
+    "cosine",
+    "bm25",
+    "rrf(cosine,bm25)",
+    "langchain-time-weighted",
+    "generative-agents formula",
+)
+
+
 class CachedEmbedder:
     """The real all-MiniLM-L6-v2, with vectors cached on disk by text so reruns are fast. It
     reports the model's own id: the vectors are the model's."""

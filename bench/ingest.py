@@ -10,7 +10,6 @@ Texts: LoCoMo dialogue turns. One torch thread for both. Writes ``bench/results/
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -19,12 +18,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import machine
+from _machine import machine, write_results
 from chronomem import Memory
 from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
 from locomo import DATA, load
-
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def main() -> int:
@@ -65,13 +62,11 @@ def main() -> int:
     }
     for key, value in row.items():
         print(f"{key:42s} {value:,.2f}" if isinstance(value, float) else f"{key:42s} {value:,}")
-    RESULTS.mkdir(exist_ok=True)
     info = machine()
     command = f"python bench/ingest.py --records {args.records} --batch {args.batch}"
-    (RESULTS / "ingest.json").write_text(
-        json.dumps({"command": command, "machine": info, "result": row}, indent=2) + "\n"
-    )
-    (RESULTS / "ingest.md").write_text(
+    write_results(
+        "ingest",
+        {"command": command, "machine": info, "result": row},
         "# Ingest throughput (LoCoMo turns, all-MiniLM-L6-v2, one torch thread)\n\n"
         f"Command: `{command}` — revision {info['revision']}, {info['date']}, "
         f"{info['cpu_count']} cores.\n\n"
@@ -81,7 +76,7 @@ def main() -> int:
         f"{row['remember_many_with_model_records_per_s']:.0f} records |\n"
         f"| `remember_many` with precomputed vectors | "
         f"{row['remember_many_precomputed_records_per_s']:.0f} records |\n\n"
-        f"Ratio of `remember_many` to the raw model: {row['ratio']:.2f} (target >= 0.85).\n"
+        f"Ratio of `remember_many` to the raw model: {row['ratio']:.2f} (target >= 0.85).\n",
     )
     return 0
 

@@ -31,13 +31,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import machine
+from _machine import machine, write_results
 from chronomem import Memory, SimClock
 from chronomem.stores.postgres import redact, scratch_database
 from chronomem.text import query_terms
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def corpus() -> tuple[list[str], list[str]]:
@@ -140,11 +139,6 @@ def main() -> int:
     command = f"python bench/lexical.py --n {args.n} --queries {len(queries)}"
     if args.store:
         command += f" --store {redact(args.store)}"
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "lexical.json").write_text(
-        json.dumps({"command": command, "machine": info, "n": args.n, "rows": rows}, indent=2)
-        + "\n"
-    )
     lines = [
         f"# Lexical lookup: chronomem postings vs SQLite FTS5 ({args.n:,} LoCoMo turns)",
         "",
@@ -161,7 +155,9 @@ def main() -> int:
             for name, r in rows.items()
         ),
     ]
-    (RESULTS / "lexical.md").write_text("\n".join(lines) + "\n")
+    write_results(
+        "lexical", {"command": command, "machine": info, "n": args.n, "rows": rows}, lines
+    )
     return 0
 
 

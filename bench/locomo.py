@@ -29,22 +29,17 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import machine
-from _quality import CachedEmbedder, langchain_time_weighted, mean, metrics, rrf, top
+from _machine import RESULTS, machine, write_results
+from _quality import BASELINES, CachedEmbedder, langchain_time_weighted, mean, metrics, rrf, top
 from chronomem import Memory, SimClock
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent.parent / "shared" / "data" / "locomo" / "locomo10.json"
-RESULTS = HERE / "results"
 TUNING = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 K = 20
 SYSTEMS = (
-    "cosine",
-    "bm25",
-    "rrf(cosine,bm25)",
-    "langchain-time-weighted",
-    "generative-agents formula",
+    *BASELINES,
     "chronomem default",
     "chronomem current-facts",
     "chronomem generative-agents-code",
@@ -308,7 +303,6 @@ def main() -> int:
     print("\n".join(lines))
     if args.only:
         return 0
-    RESULTS.mkdir(exist_ok=True)
     info = machine()
     notes = {
         "evidence ids dropped (name no turn)": sum(c.dropped_evidence for c in conversations),
@@ -316,25 +310,22 @@ def main() -> int:
             c.questions_without_evidence for c in conversations
         ),
     }
-    (RESULTS / "locomo.json").write_text(
-        json.dumps(
-            {
-                "command": "python bench/locomo.py",
-                "machine": info,
-                "notes": notes,
-                "summaries": summaries,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
     header = [
         f"Command: `python bench/locomo.py` — revision {info['revision']}, {info['date']}, "
         f"{info['cpu_count']} cores. Embeddings: all-MiniLM-L6-v2 (the same vectors for every "
         f"system). Notes: {notes}.",
         "",
     ]
-    (RESULTS / "locomo.md").write_text("\n".join(lines[:2] + header + lines[2:]) + "\n")
+    write_results(
+        "locomo",
+        {
+            "command": "python bench/locomo.py",
+            "machine": info,
+            "notes": notes,
+            "summaries": summaries,
+        },
+        lines[:2] + header + lines[2:],
+    )
     chart(summaries, RESULTS / "locomo.png")
     return 0
 

@@ -26,19 +26,14 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import machine
-from _quality import CachedEmbedder, langchain_time_weighted, rrf, top
+from _machine import machine, write_results
+from _quality import BASELINES, CachedEmbedder, langchain_time_weighted, rrf, top
 from chronomem import Memory, SimClock
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent.parent / "shared" / "data" / "longmemeval" / "longmemeval_oracle.json"
-RESULTS = HERE / "results"
 SYSTEMS = (
-    "cosine",
-    "bm25",
-    "rrf(cosine,bm25)",
-    "langchain-time-weighted",
-    "generative-agents formula",
+    *BASELINES,
     "chronomem default",
     "chronomem current-facts",
 )
@@ -252,22 +247,18 @@ def main() -> int:
     print(f"({time.perf_counter() - started:.0f}s)")
     if args.types:
         return 0
-    RESULTS.mkdir(exist_ok=True)
     info = machine()
-    (RESULTS / "longmemeval.json").write_text(
-        json.dumps(
-            {"command": "python bench/longmemeval.py", "machine": info, "summary": summary},
-            indent=2,
-        )
-        + "\n"
-    )
     header = [
         f"Command: `python bench/longmemeval.py` — revision {info['revision']}, {info['date']}, "
         f"{info['cpu_count']} cores. Embeddings: all-MiniLM-L6-v2 (the same vectors for "
         f"every system). Questions asked at the end of their day.",
         "",
     ]
-    (RESULTS / "longmemeval.md").write_text("\n".join(lines[:2] + header + lines[2:]) + "\n")
+    write_results(
+        "longmemeval",
+        {"command": "python bench/longmemeval.py", "machine": info, "summary": summary},
+        lines[:2] + header + lines[2:],
+    )
     return 0
 
 

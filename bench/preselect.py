@@ -39,14 +39,13 @@ import numpy as np
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import machine
+from _machine import machine, write_results
 from _quality import CachedEmbedder
 from chronomem import PRESETS, Memory, PostgresStore, ScoringConfig, SimClock
 from chronomem.config import RelevanceMode
 from chronomem.stores.postgres import redact, scratch_database
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-RESULTS = Path(__file__).resolve().parent / "results"
 K = 10
 
 
@@ -223,21 +222,6 @@ def main() -> int:
     command += f" --queries {args.queries} --candidates {args.candidates}"
     command += "" if args.keep is None else f" --keep {args.keep}"
     command += "" if args.name == "preselect" else f" --name {args.name}"
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.name}.json").write_text(
-        json.dumps(
-            {
-                "command": command,
-                "machine": info,
-                "k": K,
-                "n": n,
-                "real_turns": real,
-                "reads": rows,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
     table = [
         "| read | exact p50 ms | pre-selected p50 ms | ratio | exact p90 ms | pre-selected p90 ms "
         "| reads pre-selected | recall@10 vs exact | identical top-10 |",
@@ -250,27 +234,26 @@ def main() -> int:
             f"{r['preselect_p90_ms']:.2f} | {r['preselected_reads']} of {len(asked)} | "
             f"{r['recall_at_10_vs_exact']:.3f} | {r['identical_hits']:.3f} |"
         )
-    (RESULTS / f"{args.name}.md").write_text(
-        "\n".join(
-            [
-                "# pgvector pre-selection vs exact scoring (PostgreSQL, real MiniLM vectors)",
-                "",
-                f"Command: `{command}` — revision {info['revision']}, {info['date']}, "
-                f"{info['cpu_count']} cores, Python {info['python']}; server on 127.0.0.1.",
-                "",
-                f"{n:,} records of one agent ({min(n, real):,} distinct real turns, the rest "
-                f"noisy near-duplicates of them), {len(asked)} LoCoMo questions, top-{K}, "
-                f"read-only; pgvector pre-selects {args.candidates} candidates. `default` is the "
-                "hybrid preset (a read whose query terms match so many records that computing "
-                "their cosines would cost about the whole product is scored exactly); "
-                "`default, dense only` is the same preset with `relevance='dense'`.",
-                "",
-                *table,
-                "",
-                build_line(build_s, index_s),
-            ]
-        )
-        + "\n"
+    write_results(
+        args.name,
+        {"command": command, "machine": info, "k": K, "n": n, "real_turns": real, "reads": rows},
+        [
+            "# pgvector pre-selection vs exact scoring (PostgreSQL, real MiniLM vectors)",
+            "",
+            f"Command: `{command}` — revision {info['revision']}, {info['date']}, "
+            f"{info['cpu_count']} cores, Python {info['python']}; server on 127.0.0.1.",
+            "",
+            f"{n:,} records of one agent ({min(n, real):,} distinct real turns, the rest "
+            f"noisy near-duplicates of them), {len(asked)} LoCoMo questions, top-{K}, "
+            f"read-only; pgvector pre-selects {args.candidates} candidates. `default` is the "
+            "hybrid preset (a read whose query terms match so many records that computing "
+            "their cosines would cost about the whole product is scored exactly); "
+            "`default, dense only` is the same preset with `relevance='dense'`.",
+            "",
+            *table,
+            "",
+            build_line(build_s, index_s),
+        ],
     )
     return 0
 

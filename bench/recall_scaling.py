@@ -17,7 +17,6 @@ the PostgreSQL latencies are reported next to SQLite's in
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -30,13 +29,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import machine
+from _machine import machine, write_results
 from chronomem import Memory, SimClock
 from chronomem.stores.postgres import redact, scratch_database
 
 DIM = 384
 K = 30
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def build(location: str | Path, vectors: np.ndarray, importance: np.ndarray) -> Memory:
@@ -128,12 +126,6 @@ def data(n: int, queries: int, rng: np.random.Generator) -> tuple[np.ndarray, ..
     return vectors, importance, qs
 
 
-def _write(name: str, command: str, payload: dict[str, object], lines: list[str]) -> None:
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2) + "\n")
-    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--million", action="store_true", help="also run N = 1,000,000")
@@ -173,9 +165,8 @@ def main() -> int:
     info = machine()
     million = " --million" if args.million else ""
     command = f"python bench/recall_scaling.py{million}"
-    _write(
+    write_results(
         "recall_scaling",
-        command,
         {"command": command, "machine": info, "k": K, "dim": DIM, "rows": rows},
         [
             "# Recall scaling (one agent, 384-d, generative-agents preset, top-30, read-only)",
@@ -195,9 +186,8 @@ def main() -> int:
     )
     if args.store:
         command = f"python bench/recall_scaling.py{million} --store {redact(args.store)}"
-        _write(
+        write_results(
             "recall_scaling_postgres",
-            command,
             {
                 "command": command,
                 "machine": info,

@@ -12,7 +12,6 @@ Writes ``bench/results/tcmf.{json,md}``. Target: crisis read p50 ≤ 30 ms.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -24,13 +23,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import machine
+from _machine import machine, write_results
 from chronomem import Memory, SimClock
 from chronomem.retrieval.crisis import build_crisis
 from chronomem.retrieval.recall import Crisis
 
 AGENTS, PER_AGENT, DIM, K = 40, 500, 384, 10
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def unit(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -170,13 +168,11 @@ def main() -> int:
     }
     for key, value in row.items():
         print(f"{key:28s} {value:,.3f}" if isinstance(value, float) else f"{key:28s} {value:,}")
-    RESULTS.mkdir(exist_ok=True)
     info = machine()
     command = "python bench/tcmf.py"
-    (RESULTS / "tcmf.json").write_text(
-        json.dumps({"command": command, "machine": info, "result": row}, indent=2) + "\n"
-    )
-    (RESULTS / "tcmf.md").write_text(
+    write_results(
+        "tcmf",
+        {"command": command, "machine": info, "result": row},
         "# TCMF crisis recall (40 agents × 500 records, 384-d, 4-deep chain + 20 scope events)\n\n"
         f"Command: `{command}` — revision {info['revision']}, {info['date']}, "
         f"{info['cpu_count']} cores, Python {info['python']}, numpy {info['numpy']}.\n\n"
@@ -187,7 +183,7 @@ def main() -> int:
         f"| causal boost, vectorised | {row['vectorised_boost_p50_ms']:.2f} |\n"
         f"| causal boost, per-record Python loop | {row['python_loop_boost_p50_ms']:.1f} |\n\n"
         f"The loop is {row['loop_over_vectorised']:.0f}× slower; both give the same boosts "
-        f"({lifted} of {row['records']} records lifted).\n"
+        f"({lifted} of {row['records']} records lifted).\n",
     )
     return 0
 
