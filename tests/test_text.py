@@ -1,8 +1,16 @@
-"""The full-text analyser: the terms every store indexes and queries."""
+"""The text helpers: the full-text analyser (the terms every store indexes and queries), transcript
+speakers and passages."""
 
 from __future__ import annotations
 
-from chronomem.text import index_terms, query_terms
+from chronomem.text import (
+    asks_when_something_happened,
+    index_terms,
+    passages,
+    query_terms,
+    refers_to_self,
+    speaker,
+)
 
 
 def test_words_are_casefolded_stemmed_and_stopwords_dropped() -> None:
@@ -36,3 +44,53 @@ def test_a_query_of_stopwords_only_has_no_terms() -> None:
 
 def test_query_terms_are_capped_at_64() -> None:
     assert len(query_terms(" ".join(f"word{i}" for i in range(100)))) == 64
+
+
+def test_a_transcript_line_names_its_speaker() -> None:
+    assert speaker("user: I moved to Shinjuku") == "user"
+    assert speaker("Caroline: I went to a support group.") == "caroline"
+    assert speaker("Dr. Smith: take two") == "dr. smith"
+    for none in ("see http://example.com: now", "10:30 stand-up", "no colon here", ": empty"):
+        assert speaker(none) is None
+
+
+def test_passages_split_sentences_and_keep_the_speaker() -> None:
+    text = "user: I like tea. By the way, I have 3 cats!\nAnyway, thanks"
+    assert passages(text) == [
+        "user: I like tea.",
+        "user: By the way, I have 3 cats!",
+        "user: Anyway, thanks",
+    ]
+    assert passages("user: one sentence only.") == []  # its own vector already covers it
+    assert passages("Ok. A sentence here.") == []  # fragments under four characters are dropped
+
+
+def test_passages_past_the_limit_join_the_last_one() -> None:
+    text = " ".join(f"Sentence number {i}." for i in range(10))
+    out = passages(text, limit=4)
+    assert len(out) == 4
+    rest = " ".join(f"Sentence number {i}." for i in range(4, 10))
+    assert out[-1] == f"Sentence number 3. {rest}"
+
+
+def test_first_person_queries_are_recognised() -> None:
+    assert refers_to_self("How many followers do I have?")
+    assert refers_to_self("Where is MY bike")
+    assert not refers_to_self("What did Caroline research?")
+    assert not refers_to_self("Is it iPhone or Pixel?")
+
+
+def test_questions_about_the_time_of_a_past_event_are_recognised() -> None:
+    for when in (
+        "When did Caroline go to the support group?",
+        "What year was the bridge built?",
+        "In what month did we move?",
+        "How long ago did I start painting?",
+    ):
+        assert asks_when_something_happened(when), when
+    for state in (
+        "When is my next dentist appointment?",
+        "How many followers do I have now?",
+        "What did Caroline research?",
+    ):
+        assert not asks_when_something_happened(state), state

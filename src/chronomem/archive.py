@@ -3,11 +3,12 @@
 Line 1 is a header object (``{"format": "chronomem", "version": 2, ...}``); every further line is
 one object with a ``type``: ``record`` lines (every field of :class:`~chronomem.model.Record`,
 instants as ISO 8601 with offset to the microsecond, plus the raw embedding as base64 little-endian
-float32, exact) in insertion order, then ``audit`` lines (the audit log, oldest first), ``event``
-lines (the causal graph's events with their vectors, in insertion order), ``link`` lines (by cause
-and effect) and ``agent`` lines (each agent's reflection-trigger sum). Version 1 archives (records
-and audit only) are still read. The output is deterministic: exporting the same space twice, or
-after a migration to another store, gives identical bytes.
+float32, exact, and ``passages``, the passage vectors concatenated, when the record has them) in
+insertion order, then ``audit`` lines (the audit log, oldest first), ``event`` lines (the causal
+graph's events with their vectors, in insertion order), ``link`` lines (by cause and effect) and
+``agent`` lines (each agent's reflection-trigger sum). Version 1 archives (records and audit only)
+are still read. The output is deterministic: exporting the same space twice, or after a migration
+to another store, gives identical bytes.
 """
 
 from __future__ import annotations
@@ -102,6 +103,8 @@ def record_to_json(item: StoredRecord) -> dict[str, Any]:
     for name in INSTANT_FIELDS:
         out[name] = _iso(getattr(r, name))
     out["embedding"] = _vector_to_json(item.embedding)
+    if item.passages is not None:
+        out["passages"] = _vector_to_json(item.passages)
     return out
 
 
@@ -111,16 +114,29 @@ def _vector_to_json(vector: np.ndarray | None) -> str | None:
     return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
 
 
-def _vector_from_json(obj: dict[str, Any], dim: int | None) -> np.ndarray | None:
-    if obj.get("embedding") is None:
+def _vector_from_json(
+    obj: dict[str, Any], dim: int | None, name: str = "embedding"
+) -> np.ndarray | None:
+    if obj.get(name) is None:
         return None
-    raw = base64.b64decode(obj["embedding"], validate=True)
+    raw = base64.b64decode(obj[name], validate=True)
     vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
-    if dim is not None and vector.shape[0] != dim:
+    if name == "embedding" and dim is not None and vector.shape[0] != dim:
         raise ValueError(f"embedding has length {vector.shape[0]}, expected {dim}")
     if not np.all(np.isfinite(vector)):
-        raise ValueError("embedding contains NaN or infinite values")
+        raise ValueError(f"{name} contains NaN or infinite values")
     return vector
+
+
+def _passages_from_json(obj: dict[str, Any], embedding: np.ndarray | None) -> np.ndarray | None:
+    """A record line's passage vectors: rows as wide as its embedding."""
+    flat = _vector_from_json(obj, None, "passages")
+    if flat is None:
+        return None
+    width = 0 if embedding is None else embedding.shape[0]
+    if not width or flat.shape[0] % width:
+        raise ValueError(f"passages hold {flat.shape[0]} floats: not rows of the embedding's width")
+    return flat.reshape(-1, width)
 
 
 def _id(obj: dict[str, Any], name: str = "id") -> str:
@@ -215,7 +231,9 @@ def record_from_json(obj: dict[str, Any], *, space: str, dim: int | None) -> Sto
         feedback_score=float(obj.get("feedback_score", 0.0)),
         has_embedding=embedding is not None,
     )
-    return StoredRecord(record=record, embedding=embedding)
+    return StoredRecord(
+        record=record, embedding=embedding, passages=_passages_from_json(obj, embedding)
+    )
 
 
 def audit_to_json(entry: AuditEntry) -> dict[str, Any]:

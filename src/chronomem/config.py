@@ -201,18 +201,22 @@ class VersionConfig:
         similarity: the cosine at or above which two records are versions of the same fact.
         demote: an older version's score is multiplied by ``1 - demote``.
         inherit: a newer version's score gains ``inherit ×`` the older version's score.
-        band: candidates within this much of the best score form the band ...
-        band_weight: ... in which the most recent record gains up to this much.
+        band: candidates scoring at least ``(1 - band) ×`` the best score form the band ...
+        band_weight: ... in which the most recent record gains up to ``band_weight ×`` the best
+            score (the earliest gains nothing; between, in proportion to the time). Relative, so
+            a question nothing answers well does not hand the top rank to the newest record.
+            Questions asking when something happened ("When did ...") get no band: they ask
+            for the moment of an event, not for the current state.
         newer_after: how much later a near-duplicate must be recorded to count as newer.
         recency_span: in-band recency is measured over at least this long.
     """
 
     window: int = 10
-    similarity: float = 0.45
+    similarity: float = 0.7
     demote: float = 0.1
     inherit: float = 0.1
-    band: float = 0.0
-    band_weight: float = 0.0
+    band: float = 0.3
+    band_weight: float = 0.3
     newer_after: timedelta = timedelta(hours=12)
     recency_span: timedelta = timedelta(days=1)
 
@@ -227,6 +231,10 @@ class VersionConfig:
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
                 raise ConfigError(f"versions.{name} must be finite and >= 0")
+        if self.band > 1.0:
+            raise ConfigError(
+                f"versions.band is a fraction of the best score, in [0, 1]; got {self.band}"
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -290,6 +298,10 @@ class ScoringConfig:
         causal: the causal boost applied when a read names a crisis (DESIGN §4).
         bm25_half: the BM25 at which fixed lexical relevance is 0.5 (``bm25 / (bm25 + half)``).
         versions: version-aware ranking of the best candidates, or ``None``.
+        passages: a record's dense relevance is the best cosine of the record and its passages
+            (sentences embedded on their own, see ``Memory.open(passages=...)``).
+        speaker_weight: relevance gained by the asker's own transcript lines (``"Name: words"``
+            with ``Name`` the read's ``asker``) when the query speaks in the first person.
     """
 
     name: str = "custom"
@@ -307,6 +319,8 @@ class ScoringConfig:
     causal: CausalConfig = field(default_factory=CausalConfig)
     bm25_half: float = 2.0
     versions: VersionConfig | None = None
+    passages: bool = False
+    speaker_weight: float = 0.0
 
     def __post_init__(self) -> None:
         # Accept plain strings for the enums, so configs read from JSON or flags validate here.
@@ -325,6 +339,10 @@ class ScoringConfig:
             raise ConfigError(f"recency_decay must be in (0, 1]; got {self.recency_decay}")
         if self.recency_unit <= timedelta():
             raise ConfigError(f"recency_unit must be positive; got {self.recency_unit}")
+        if not math.isfinite(self.speaker_weight) or self.speaker_weight < 0:
+            raise ConfigError(f"speaker_weight must be finite and >= 0; got {self.speaker_weight}")
+        if not math.isfinite(self.bm25_half) or self.bm25_half <= 0:
+            raise ConfigError(f"bm25_half must be finite and positive; got {self.bm25_half}")
         if not (0.0 <= self.dense_share <= 1.0):
             raise ConfigError(f"dense_share must be in [0, 1]; got {self.dense_share}")
         for name in ("relevance", "recency", "importance"):
@@ -334,8 +352,10 @@ class ScoringConfig:
         object.__setattr__(self, "exclude_kinds", frozenset(Kind(k) for k in self.exclude_kinds))
 
 
-# Long-horizon conversational memory: hybrid relevance carries the ranking; recency and
-# importance only break near-ties. Fixed normalisation keeps scores comparable.
+# Long-horizon conversational memory: hybrid relevance carries the ranking (the best of a
+# record's and its passages' cosines, BM25, the asker's own lines for first-person questions);
+# recency and importance only break near-ties; among the best candidates, later versions of a fact
+# win. Fixed normalisation keeps scores comparable.
 _DEFAULT = ScoringConfig(
     name="default",
     relevance=RelevanceMode.HYBRID,
@@ -347,6 +367,8 @@ _DEFAULT = ScoringConfig(
     weights=Weights(relevance=1.0, recency=0.05, importance=0.05),
     bm25_half=8.0,
     versions=VersionConfig(),
+    passages=True,
+    speaker_weight=0.1,
 )
 
 PRESETS: Mapping[str, ScoringConfig] = MappingProxyType(
@@ -379,14 +401,14 @@ PRESETS: Mapping[str, ScoringConfig] = MappingProxyType(
             sequential_touch=True,
             lifecycle=NO_LIFECYCLE,
         ),
-        # For assistants whose memory is mostly facts that change: stronger version-awareness
-        # (an update inherits 0.3 of its older version's score; within 0.1 of the best score the
-        # most recent record gains up to 0.1). Ranks the newer of two conflicting values first far
-        # more often, at a cost in top ranks on general conversational QA (docs/benchmarks.md).
+        # For assistants whose memory is mostly facts that change: a wider, stronger preference
+        # for the latest among the best candidates (within 40% of the best score, the most recent
+        # record gains up to 0.4 × it). Ranks the newest value first even more often, at a cost in
+        # top ranks on general conversational QA (docs/benchmarks.md).
         "current-facts": replace(
             _DEFAULT,
             name="current-facts",
-            versions=VersionConfig(inherit=0.3, band=0.1, band_weight=0.1),
+            versions=VersionConfig(band=0.4, band_weight=0.4),
         ),
         # CivilizationOS (TCMF): recency decays 0.02 per simulation tick (here: per hour), fixed
         # normalisation, causal fusion on crisis reads (additive, as its code settled on).

@@ -22,7 +22,11 @@ __all__ = [
     "event_key",
     "index_terms",
     "normalise_text",
+    "passages",
     "query_terms",
+    "asks_when_something_happened",
+    "refers_to_self",
+    "speaker",
 ]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -91,3 +95,53 @@ def event_key(event_id: str) -> int:
     """A stable non-zero 64-bit key of an event id (0 means "no event" in arrays)."""
     digest = hashlib.blake2b(event_id.encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True) or 1
+
+
+# "Name: words" — a line of a transcript. The name starts with a letter, is at most 40 characters of
+# letters, digits, spaces, dots, apostrophes and hyphens, and the colon is followed by whitespace
+# (so "http://..." and "10:30" are not speakers).
+_SPEAKER = re.compile(r"\s*([^\W\d_][\w .'-]{0,39}?)\s*:\s+(?=\S)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b")
+_MIN_PASSAGE_CHARS = 4
+
+
+def speaker(text: str) -> str | None:
+    """Who says a transcript line ``"Name: words"`` (case-folded), or ``None``."""
+    match = _SPEAKER.match(text)
+    return None if match is None else match.group(1).casefold()
+
+
+def passages(text: str, *, limit: int = 32) -> list[str]:
+    """The sentences of a record that has more than one, each embedded on its own so that a fact
+    said in passing in a long record is as close to a question about it as a short record saying
+    only that fact. A transcript line's speaker prefixes every passage (``"Name: sentence"``).
+    Empty for a record of one sentence: its own vector already is that sentence's. Past ``limit``
+    sentences, the rest form the last passage. Fragments under four characters are dropped."""
+    match = _SPEAKER.match(text)
+    body = text if match is None else text[match.end() :]
+    parts = [p.strip() for p in _SENTENCE_END.split(body)]
+    parts = [p for p in parts if len(p) >= _MIN_PASSAGE_CHARS]
+    if len(parts) < 2:
+        return []
+    if len(parts) > limit:
+        parts = [*parts[: limit - 1], " ".join(parts[limit - 1 :])]
+    prefix = "" if match is None else text[: match.end()].strip() + " "
+    return [prefix + p for p in parts]
+
+
+_WHEN_PAST = re.compile(
+    r"^\W*(?:when|in what (?:year|month)|what (?:date|day|year|month)|which (?:year|month|day))"
+    r"\s+(?:did|was|were|had)\b|\bhow long ago\b"
+)
+
+
+def asks_when_something_happened(query: str) -> bool:
+    """Whether a query asks for the time of a past event ("When did ...", "What year was ...",
+    "How long ago ..."): the moment of an event, not the current state of anything."""
+    return _WHEN_PAST.search(query.casefold()) is not None
+
+
+def refers_to_self(query: str) -> bool:
+    """Whether a query speaks in the first person ("I", "me", "my", "mine", "myself")."""
+    return _FIRST_PERSON.search(query.casefold()) is not None

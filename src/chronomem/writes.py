@@ -71,6 +71,7 @@ class Draft:
     embedding: F32 | None
     supersedes: tuple[str, ...]
     needs_importance: bool = False
+    passages: F32 | None = None
 
 
 def require_text(value: object, name: str) -> str:

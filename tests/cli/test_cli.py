@@ -180,3 +180,17 @@ def test_graph_verbs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
                     *common)  # fmt: skip
     assert "I heard a loud crack upstream" in out
     assert run(capsys, "link", dam, flood, "--remove", *common)[1].strip() == "removed"
+
+
+def test_recall_asker_favours_the_askers_own_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = ("--db", str(tmp_path / "a.db"), "--no-embedder")
+    run(capsys, "remember", "user: my bike is the blue one", *common)
+    run(capsys, "remember", "assistant: a blue bike suits you", *common)
+    code, out, _ = run(capsys, "recall", "which bike is mine?", "--asker", "user", "--explain",
+                       "--no-touch", *common)  # fmt: skip
+    assert code == 0
+    first = out.split("\n")[1]
+    assert "user: my bike is the blue one" in first
+    assert "the asker's own line (user)" in out

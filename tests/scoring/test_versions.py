@@ -22,7 +22,7 @@ def test_an_older_near_duplicate_is_demoted_and_its_update_inherits() -> None:
     vectors = np.stack([unit(1, 0.1, 0), unit(1, 0.12, 0), unit(0, 0, 1)])
     scores = np.asarray([0.80, 0.70, 0.75])
     recorded = np.asarray([0, 30 * 24 * HOUR, 10 * 24 * HOUR], dtype=np.int64)
-    config = VersionConfig(demote=0.1, inherit=0.3)
+    config = VersionConfig(demote=0.1, inherit=0.3, band=0.0)
     result = adjust_versions(scores, vectors, recorded, config)
     assert result.demoted.tolist() == [0.9, 1.0, 1.0]
     assert result.inherited[1] == pytest.approx(0.3 * 0.80)
@@ -34,7 +34,11 @@ def test_records_close_in_time_are_not_versions_of_each_other() -> None:
     vectors = np.stack([unit(1, 0), unit(1, 0.01)])
     recorded = np.asarray([0, 2 * 60 * 1_000_000], dtype=np.int64)  # two minutes apart
     result = adjust_versions(np.asarray([0.8, 0.7]), vectors, recorded, VersionConfig())
-    assert result.scores.tolist() == [0.8, 0.7]
+    assert result.demoted.tolist() == [1.0, 1.0]
+    assert result.inherited.tolist() == [0.0, 0.0]
+    # in-band recency is measured over at least a day: two minutes are worth almost nothing
+    assert result.recent[1] < 0.001
+    assert result.scores[0] > result.scores[1]
 
 
 def test_in_band_recency_prefers_the_latest_of_near_equal_scores() -> None:
@@ -42,9 +46,21 @@ def test_in_band_recency_prefers_the_latest_of_near_equal_scores() -> None:
     recorded = np.asarray([0, 5 * 24 * HOUR, 10 * 24 * HOUR], dtype=np.int64)
     config = VersionConfig(inherit=0.0, demote=0.0, band=0.05, band_weight=0.1)
     result = adjust_versions(np.asarray([0.80, 0.79, 0.50]), vectors, recorded, config)
-    assert result.recent[1] == pytest.approx(0.1)  # the latest in the band
+    assert result.recent[1] == pytest.approx(0.1 * 0.80)  # the latest in the band (0.95 × best)
     assert result.recent[2] == 0.0  # outside the band
     assert result.scores[1] > result.scores[0]
+
+
+def test_the_band_is_relative_so_scaling_every_score_changes_no_rank() -> None:
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(8, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    recorded = (np.arange(8) * 24 * HOUR).astype(np.int64)
+    scores = rng.uniform(0.3, 0.9, size=8)
+    strong = adjust_versions(scores, vectors, recorded, VersionConfig())
+    weak = adjust_versions(scores * 0.25, vectors, recorded, VersionConfig())
+    assert weak.scores == pytest.approx(strong.scores * 0.25)
+    assert np.argsort(-weak.scores).tolist() == np.argsort(-strong.scores).tolist()
 
 
 def test_the_default_preset_prefers_the_updated_fact(location: str | Path, clock: SimClock) -> None:
@@ -67,7 +83,24 @@ def test_the_default_preset_prefers_the_updated_fact(location: str | Path, clock
 def test_version_config_is_validated() -> None:
     from chronomem import ConfigError
 
-    for bad in ({"window": 1}, {"similarity": 0}, {"demote": 1.0}, {"band": -1.0},
+    for bad in ({"window": 1}, {"similarity": 0}, {"demote": 1.0}, {"band": -1.0}, {"band": 1.5},
                 {"recency_span": timedelta()}):  # fmt: skip
         with pytest.raises(ConfigError):
             VersionConfig(**bad)  # type: ignore[arg-type]
+
+
+def test_questions_about_when_something_happened_get_no_band(
+    location: str | Path, clock: SimClock
+) -> None:
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        older = mem.remember("the harbour festival", embedding=unit(1, 0.25, 0)).id
+        clock.advance(days=5)
+        newer = mem.remember("the lantern parade", embedding=unit(0.2, 1, 0)).id
+        clock.advance(days=1)
+        question = unit(1, 1, 0)  # a little closer to the older record
+        state = mem.peek("Which one is it?", query_embedding=question, explain=True)
+        assert state[0].record.id == newer  # in-band recency lifts the later record
+        assert state[0].breakdown.factors["recent_in_band_bonus"] > 0  # type: ignore[union-attr]
+        moment = mem.peek("When did it happen?", query_embedding=question, explain=True)
+        assert [h.record.id for h in moment] == [older, newer]
+        assert "recent_in_band_bonus" not in moment[0].breakdown.factors  # type: ignore[union-attr]

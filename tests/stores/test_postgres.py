@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from chronomem import Memory, PostgresStore, SimClock, StoreError
+from chronomem.stores.postgres_schema import PG_MIGRATIONS
 
 from ..conftest import unit
 
@@ -19,7 +20,8 @@ def test_migrations_are_recorded_once_and_instants_are_timestamptz(postgres_url:
     PostgresStore(postgres_url).close()
     store = PostgresStore(postgres_url)  # reopening applies nothing twice
     try:
-        assert [r[0] for r in store._query("SELECT version FROM schema_version")] == [1]
+        versions = [r[0] for r in store._query("SELECT version FROM schema_version")]
+        assert versions == [m.version for m in PG_MIGRATIONS]
         types = dict(
             store._query(
                 "SELECT column_name, data_type FROM information_schema.columns"

@@ -127,6 +127,8 @@ def format_hit(rank: int, hit: Hit) -> str:
         rel += ", not pre-selected by pgvector: cosine counted as 0"
     if b.relevance_lexical is not None:
         rel += f", bm25 {b.relevance_lexical:.3f}"
+    if b.speaker is not None:
+        rel += f", the asker's own line ({b.speaker})"
     rel += ")"
     w = b.weights
     factors = "".join(f"  x {name} {value:.3f}" for name, value in b.factors.items())
@@ -194,6 +196,7 @@ def _cmd_recall(args: argparse.Namespace, cfg: Settings) -> int:
             explain=args.explain,
             kinds=args.kind or None,
             crisis=args.crisis,
+            asker=args.asker,
         )
     if args.json:
         _print_json([h.to_dict() for h in hits])
@@ -493,6 +496,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true", help="show each score's components")
     p.add_argument("--no-touch", action="store_true", help="read-only: do not mark as accessed")
     p.add_argument("--crisis", help="event id: lift memories tied to its causes (TCMF)")
+    p.add_argument(
+        "--asker", help="who asks (a transcript speaker): first-person queries favour their lines"
+    )
     p.add_argument("--json", action="store_true", help="print hits as JSON")
     p.set_defaults(func=_cmd_recall)
 

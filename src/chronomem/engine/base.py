@@ -65,8 +65,10 @@ class _Base:
         importance: ImportanceScorer | None = None,
         llm: LLMClient | None = None,
         reflection: ReflectionConfig | None = None,
+        passages: bool = True,
     ) -> None:
         self._store = store
+        self._passages = bool(passages)
         self._gate = write_gate or WriteGate()
         self._importance: ImportanceScorer = importance or HeuristicImportance()
         self._llm = llm
@@ -95,6 +97,7 @@ class _Base:
         importance: ImportanceScorer | None = None,
         llm: LLMClient | None = None,
         reflection: ReflectionConfig | None = None,
+        passages: bool = True,
     ) -> Self:
         """Open (or create) a store.
 
@@ -114,6 +117,11 @@ class _Base:
                 :class:`~chronomem.reflection.importance.LLMImportance`).
             llm: the model reflection uses when a call does not pass one.
             reflection: when and how to reflect (:class:`~chronomem.config.ReflectionConfig`).
+            passages: also embed each sentence of a record of several sentences (with the
+                embedder), so that a fact said in passing in a long record matches a question
+                about it; presets with ``passages=True`` (``default``, ``current-facts``) take a
+                record's dense relevance as the best of its own and its passages' cosines.
+                ``False`` embeds each record once (faster writes).
 
         Raises:
             ConfigError: unknown preset, or the default embedder's extra is missing.
@@ -136,6 +144,7 @@ class _Base:
                 importance=importance,
                 llm=llm,
                 reflection=reflection,
+                passages=passages,
             )
         except BaseException:
             store.close()

@@ -57,6 +57,7 @@ class _Reading(_Writing):
         valid_at: datetime | None,
         config: ScoringConfig,
         crisis: Crisis | None,
+        asker: str | None = None,
     ) -> Query:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInputError(f"k must be a positive integer; got {k!r}", field="k")
@@ -80,6 +81,7 @@ class _Reading(_Writing):
             valid_at=optional_instant(valid_at, "valid_at"),
             explain=explain,
             crisis=crisis,
+            asker=None if asker is None else require_text(asker, "asker"),
         )
 
     def recall(
@@ -98,6 +100,7 @@ class _Reading(_Writing):
         valid_at: datetime | None = None,
         preset: str | ScoringConfig | None = None,
         crisis: str | None = None,
+        asker: str | None = None,
     ) -> list[Hit]:
         """The top ``k`` records for ``query`` at ``as_of`` (default: now), best first.
 
@@ -117,6 +120,9 @@ class _Reading(_Writing):
                 lifted even when their text does not resemble the query (DESIGN §4; the fusion
                 is the preset's ``causal`` config). With an empty ``query`` the crisis's own text
                 is the query.
+            asker: who asks, as a transcript speaker (the ``Name`` of records written as
+                ``"Name: words"``, e.g. ``"user"``): a first-person query ("what do I ...")
+                refers to their lines, which gain the preset's ``speaker_weight``.
 
         Hits show records as they were scored, before this call's touch. An empty candidate
         set returns ``[]``.
@@ -135,6 +141,7 @@ class _Reading(_Writing):
             valid_at=valid_at,
             preset=preset,
             crisis=crisis,
+            asker=asker,
         )[0]
 
     def peek(self, query: str, **kwargs: Any) -> list[Hit]:
@@ -159,6 +166,7 @@ class _Reading(_Writing):
         preset: str | ScoringConfig | None = None,
         sequential: bool | None = None,
         crisis: str | None = None,
+        asker: str | None = None,
     ) -> list[list[Hit]]:
         """Answer a batch of queries (one list of hits per query, in order).
 
@@ -211,6 +219,7 @@ class _Reading(_Writing):
                     valid_at=valid_at,
                     config=config,
                     crisis=situation,
+                    asker=asker,
                 )
                 for text, vector in zip(texts, vectors, strict=True)
             ]

@@ -24,6 +24,7 @@ from chronomem.model.audit import AuditEntry
 from chronomem.model.record import EvidenceStatus, Kind, Sensitivity, WriteResult
 from chronomem.retrieval.gate import find_duplicate, same_batch_duplicate
 from chronomem.stores.base import StoredRecord
+from chronomem.text import passages
 from chronomem.writes import (
     REMEMBER_FIELDS,
     Draft,
@@ -186,15 +187,23 @@ class _Writing(_Base):
         return out
 
     def _embed_missing(self, drafts: list[Draft], *, progress: bool) -> list[Draft]:
-        """Fill in vectors with the embedder (one batched call) and fix the store's dimension."""
+        """Fill in vectors with the embedder and fix the store's dimension: the records without
+        one and, when passages are on, the passages of records of more than one sentence (also
+        of records whose vector was given) — all in one batched call."""
         missing = [i for i, d in enumerate(drafts) if d.embedding is None]
-        if self._embedder is not None and missing:
-            texts = [drafts[i].record.text for i in missing]
-            vectors = self._embedder.embed(texts, progress=progress)
+        split = [passages(d.record.text) if self._passages else [] for d in drafts]
+        if self._embedder is not None and (missing or any(split)):
+            texts = [drafts[i].record.text for i in missing] + [p for ps in split for p in ps]
+            vectors = np.asarray(self._embedder.embed(texts, progress=progress), np.float32)
             drafts = list(drafts)
-            for i, vector in zip(missing, vectors, strict=True):
+            for i, vector in zip(missing, vectors, strict=False):
                 record = replace(drafts[i].record, has_embedding=True)
-                drafts[i] = Draft(record, np.asarray(vector, np.float32), drafts[i].supersedes)
+                drafts[i] = replace(drafts[i], record=record, embedding=vector)
+            start = len(missing)
+            for i, ps in enumerate(split):
+                if ps:
+                    drafts[i] = replace(drafts[i], passages=vectors[start : start + len(ps)])
+                    start += len(ps)
         given = [d.embedding for d in drafts if d.embedding is not None]
         if given:
             self._fix_dim(int(given[0].shape[0]))
@@ -261,7 +270,11 @@ class _Writing(_Base):
             accepted.append(d)
             results.append(WriteResult(stored=True, id=d.record.id))
         self._store.insert_records(
-            self._space, [StoredRecord(record=d.record, embedding=d.embedding) for d in accepted]
+            self._space,
+            [
+                StoredRecord(record=d.record, embedding=d.embedding, passages=d.passages)
+                for d in accepted
+            ],
         )
         self._store.close_records(self._space, closures)
         if closures:  # records citing a replaced record no longer rest on current evidence

@@ -210,7 +210,10 @@ class Breakdown:
     says whether this record's cosine was computed (it was among the nearest, or it matches a
     query term) — if not, it counted as 0 (``relevance_dense`` is ``None``). ``recency_raw`` is
     ``decay ** (age / unit)`` for elapsed recency, or ``decay ** position`` for the
-    code-compatible ordinal recency.
+    code-compatible ordinal recency. With a preset using passages, ``relevance_dense`` is the
+    best cosine of the record and its passages. ``speaker`` names the record's speaker when it is
+    the read's asker and the query speaks in the first person (``relevance`` then includes the
+    preset's ``speaker_weight``).
     """
 
     preset: str
@@ -231,6 +234,7 @@ class Breakdown:
     final: float
     causal: CausalPart | None = None
     preselected: bool | None = None
+    speaker: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -241,6 +245,7 @@ class Breakdown:
             "relevance_mode": self.relevance_mode,
             "relevance_dense": self.relevance_dense,
             "relevance_lexical": self.relevance_lexical,
+            "speaker": self.speaker,
             "relevance": self.relevance,
             "recency_mode": self.recency_mode,
             "age_seconds": self.age.total_seconds(),

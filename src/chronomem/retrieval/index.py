@@ -17,7 +17,7 @@ import numpy.typing as npt
 from chronomem.errors import StoreError
 from chronomem.model.record import Kind
 from chronomem.stores.base import NEVER, SINCE_EVER, MemoryStore, RecordColumns
-from chronomem.text import dedup_key, event_key
+from chronomem.text import dedup_key, event_key, speaker
 
 __all__ = ["KINDS", "KIND_CODES", "AgentArrays", "Bounds", "SpaceIndex"]
 
@@ -52,7 +52,9 @@ class AgentArrays:
     """Columns of one agent's records, in store-key order, with spare capacity for appends.
 
     Attributes are full-capacity arrays; use ``[: self.n]`` (the :meth:`view` helpers) to read.
-    Embeddings are unit-normalised so a matrix-vector product is the cosine.
+    Embeddings are unit-normalised so a matrix-vector product is the cosine. Passage vectors sit
+    in their own matrix (``pemb[: self.pn]``), each row naming the record row it belongs to
+    (``powner``, ascending); records and their passages never change once stored.
     """
 
     _I64_FIELDS = (
@@ -80,6 +82,9 @@ class AgentArrays:
         self.has_embedding = np.zeros(cap, dtype=np.bool_)
         self.ids = np.empty(cap, dtype=_ID_DTYPE)
         self.emb: F32 | None = None if dim is None else np.zeros((cap, dim), dtype=np.float32)
+        self.pn = 0
+        self.pemb: F32 | None = None
+        self.powner: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
         self.texts: list[str] = []
         self.domains: list[str | None] = []
         self.event_ids: list[str | None] = []
@@ -138,6 +143,25 @@ class AgentArrays:
             assert self.emb is not None
             self.emb[at] = _unit_rows(cols.embeddings[rows])
 
+    def _append_passages(self, cols: RecordColumns, rows: npt.NDArray[np.intp], start: int) -> None:
+        mats = [(start + k, cols.passages[i]) for k, i in enumerate(rows.tolist())]
+        mats = [(owner, m) for owner, m in mats if m is not None and m.shape[0]]
+        if not mats or self.dim is None:
+            return
+        new = sum(m.shape[0] for _, m in mats)
+        if self.pemb is None or self.pn + new > self.pemb.shape[0]:
+            cap = max(self.pn + new, 2 * (0 if self.pemb is None else self.pemb.shape[0]), 16)
+            pemb = np.zeros((cap, self.dim), dtype=np.float32)
+            owner = np.zeros(cap, dtype=np.intp)
+            if self.pemb is not None:
+                pemb[: self.pn] = self.pemb[: self.pn]
+                owner[: self.pn] = self.powner[: self.pn]
+            self.pemb, self.powner = pemb, owner
+        end = self.pn + new
+        self.pemb[self.pn : end] = _unit_rows(np.concatenate([m for _, m in mats]))
+        self.powner[self.pn : end] = np.repeat([o for o, _ in mats], [m.shape[0] for _, m in mats])
+        self.pn = end
+
     def append(self, cols: RecordColumns, rows: npt.NDArray[np.intp]) -> None:
         """Append ``rows`` of ``cols`` (their keys must be larger than every key held)."""
         if rows.size == 0:
@@ -146,6 +170,7 @@ class AgentArrays:
         self._grow(start + rows.size)
         at = np.arange(start, start + rows.size)
         self._write_rows(at, cols, rows)
+        self._append_passages(cols, rows, start)
         self.kind[at] = [KIND_CODES[Kind(cols.kinds[i])] for i in rows]
         self.ids[at] = [cols.ids[i] for i in rows]
         for offset, i in enumerate(rows):
@@ -177,6 +202,15 @@ class AgentArrays:
             kept_emb = self.emb[: self.n][keep]
             self.emb[: kept_emb.shape[0]] = kept_emb
             self.emb[kept_emb.shape[0] : self.n] = 0.0
+        if self.pemb is not None and self.pn:
+            owners = self.powner[: self.pn]
+            kept_passages = keep[owners]
+            renumber = np.cumsum(keep) - 1
+            pn = int(kept_passages.sum())
+            self.pemb[:pn] = self.pemb[: self.pn][kept_passages]
+            self.pemb[pn : self.pn] = 0.0
+            self.powner[:pn] = renumber[owners[kept_passages]]
+            self.pn = pn
         self.texts = [t for t, k in zip(self.texts, keep, strict=True) if k]
         self.domains = [d for d, k in zip(self.domains, keep, strict=True) if k]
         self.event_ids = [e for e, k in zip(self.event_ids, keep, strict=True) if k]
@@ -240,6 +274,42 @@ class AgentArrays:
             )
             self._derived["event_keys"] = cached
         return cached  # type: ignore[return-value]
+
+    def raise_to_passages(
+        self, dense: npt.NDArray[np.float64], query: F32, chosen: npt.NDArray[np.bool_] | None
+    ) -> None:
+        """Raise each row's cosine in ``dense`` to its best passage's (rows in ``chosen`` only,
+        when given), in place."""
+        if self.pemb is None or self.pn == 0:
+            return
+        owners = self.powner[: self.pn]
+        if chosen is None:
+            sims = self.pemb[: self.pn] @ query
+        else:
+            picked = np.flatnonzero(chosen[owners])
+            if picked.size == 0:
+                return
+            sims, owners = self.pemb[picked] @ query, owners[picked]
+        rows, starts = np.unique(owners, return_index=True)  # owners ascend: one run per row
+        dense[rows] = np.maximum(dense[rows], np.maximum.reduceat(sims, starts))
+
+    def speakers(self) -> tuple[npt.NDArray[np.int32], list[str]]:
+        """Each row's speaker as a code into the returned names (-1: the text names none), from
+        the ``"Name: words"`` convention of transcripts (:func:`chronomem.text.speaker`)."""
+        cached = self._derived.get("speakers")
+        if cached is None:
+            names: dict[str, int] = {}
+            cached = np.fromiter(
+                (
+                    -1 if (who := speaker(t)) is None else names.setdefault(who, len(names))
+                    for t in self.texts
+                ),
+                dtype=np.int32,
+                count=self.n,
+            )
+            self._derived["speakers"] = cached
+            self._derived["speaker_names"] = np.asarray(list(names), dtype=object)
+        return cached, list(self._derived["speaker_names"])  # type: ignore[return-value]
 
     def contains(self, substring: str) -> npt.NDArray[np.bool_]:
         """Which texts contain ``substring`` (case-sensitive, like the reference code)."""

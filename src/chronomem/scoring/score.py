@@ -41,7 +41,9 @@ class Candidates:
     ``dense`` is the raw cosine to the query (``None`` without a query vector); ``lexical`` the raw
     BM25 (``None`` when lexical relevance is not used). ``factor`` multiplies the episodic score
     (the lifecycle factor, DESIGN §2 step 5); ``None`` means 1. ``boost`` is the causal boost in
-    [0, 1] fused by ``config.causal`` (DESIGN §2 step 6); ``None`` means no crisis.
+    [0, 1] fused by ``config.causal`` (DESIGN §2 step 6); ``None`` means no crisis. ``speaker``
+    is 1 for records whose speaker the query refers to (``None``: none); relevance gains
+    ``config.speaker_weight`` for them.
     """
 
     mask: Mask | None
@@ -53,6 +55,7 @@ class Candidates:
     lexical: F64 | None
     factor: F64 | None = None
     boost: F64 | None = None
+    speaker: F64 | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,6 +64,7 @@ class Components:
 
     dense: float | None
     lexical: float | None
+    speaker: float
     relevance: float
     age_us: int
     recency_raw: float
@@ -104,6 +108,8 @@ class Scores:
             relevance = lx
         else:
             relevance = cfg.dense_share * d + (1.0 - cfg.dense_share) * lx
+        spoke = 0.0 if c.speaker is None else float(c.speaker[row])
+        relevance += cfg.speaker_weight * spoke
         recency = self.norm_recency.at(self.recency_raw[row])
         importance = self.norm_importance.at(c.importance[row])
         w = cfg.weights
@@ -113,6 +119,7 @@ class Scores:
         return Components(
             dense=dense,
             lexical=lexical,
+            speaker=spoke,
             relevance=relevance,
             age_us=max(0, self.as_of_us - int(c.last_accessed_at[row])),
             recency_raw=float(self.recency_raw[row]),
@@ -164,6 +171,8 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
         lexical_used = fixed_lexical(lexical, config.bm25_half) if fixed else lexical
         norm_lexical = IDENTITY if fixed else minmax(lexical, mask)
         add(lexical_used, w.relevance * (1.0 - dense_share), norm_lexical)
+    if c.speaker is not None and config.speaker_weight:
+        add(c.speaker, w.relevance * config.speaker_weight, IDENTITY)
 
     if config.recency is RecencyMode.ORDINAL:
         everyone = np.ones(n, dtype=np.bool_) if mask is None else mask

@@ -1,7 +1,8 @@
 """Version-aware ranking (DESIGN §2, issue: retrieval quality): among the best candidates, a record
 with a newer near-duplicate is an older version of the same fact — it is demoted and its update
-inherits part of its score — and among the candidates that score close to the best, later days
-are preferred a little. A soft preference on a handful of rows, not a global decay.
+inherits part of its score — and among the candidates that score close to the best (within a
+fraction of it), later days are preferred. A soft preference on a handful of rows, not a global
+decay.
 
 Pure: scores, unit vectors and instants of the top rows in, adjusted scores and the adjustments out.
 """
@@ -51,9 +52,10 @@ def adjust_versions(
     inherited = config.inherit * np.max(np.where(link, scores[:, None], 0.0), axis=0, initial=0.0)
     adjusted = scores * demoted + inherited
     recent = np.zeros(n, dtype=np.float64)
-    if config.band > 0 and config.band_weight > 0 and n:
-        in_band = adjusted >= adjusted.max() - config.band
+    best = float(adjusted.max()) if n else 0.0
+    if config.band > 0 and config.band_weight > 0 and best > 0:
+        in_band = adjusted >= best * (1.0 - config.band)
         low, high = recorded_at[in_band].min(), recorded_at[in_band].max()
         span = max(int(high - low), config.recency_span // _ONE_US)
-        recent = np.where(in_band, config.band_weight * (recorded_at - low) / span, 0.0)
+        recent = np.where(in_band, config.band_weight * best * (recorded_at - low) / span, 0.0)
     return VersionAdjustment(adjusted + recent, demoted, inherited, recent)

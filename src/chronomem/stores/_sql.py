@@ -109,6 +109,18 @@ def _vector(blob: Any) -> np.ndarray | None:
     return None if blob is None else np.frombuffer(bytes(blob), dtype="<f4").astype(np.float32)
 
 
+def _passages(blob: Any, dim: int | None, location: str) -> np.ndarray | None:
+    """A record's passage vectors, one row each, from their concatenated float32 bytes."""
+    flat = _vector(blob)
+    if flat is None or dim is None:
+        return None
+    if flat.shape[0] % dim:
+        raise StoreError(
+            f"{location}: passage vectors of {flat.shape[0]} floats are not {dim}-wide"
+        )
+    return flat.reshape(-1, dim)
+
+
 def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -420,7 +432,7 @@ class SQLStore:
     def insert_records(self, space: str, items: Sequence[StoredRecord]) -> None:
         if not items:
             return
-        columns = ", ".join((*RECORD_COLUMNS, "embedding", "change_seq", "doc_len"))
+        columns = ", ".join((*RECORD_COLUMNS, "embedding", "passages", "change_seq", "doc_len"))
         terms = [index_terms(item.record.text) for item in items]
         with self.write():
             seq = self._bump(space)
@@ -429,9 +441,15 @@ class SQLStore:
                 sorted({(space, item.record.agent) for item in items}),
             )
             self._executemany(
-                f"INSERT INTO records ({columns}) VALUES ({_marks(len(RECORD_COLUMNS) + 3)})",
+                f"INSERT INTO records ({columns}) VALUES ({_marks(len(RECORD_COLUMNS) + 4)})",
                 [
-                    (*self._record_params(i.record), _vector_blob(i.embedding), seq, len(t))
+                    (
+                        *self._record_params(i.record),
+                        _vector_blob(i.embedding),
+                        _vector_blob(i.passages),
+                        seq,
+                        len(t),
+                    )
                     for i, t in zip(items, terms, strict=True)
                 ],
             )
@@ -567,7 +585,7 @@ class SQLStore:
             f" COALESCE({us('superseded_at')}, {NEVER}), feedback_score,"
             f" COALESCE(CASE WHEN superseded_at IS NULL THEN {us('valid_until')}"
             f" ELSE {us('valid_until_before')} END, {NEVER}),"
-            f" domain, event_id, embedding FROM records"
+            f" domain, event_id, embedding, passages FROM records"
             f" WHERE space = ? AND agent IN ({_marks(len(agents))})"
         )
         params: list[Any] = [space, *agents]
@@ -589,14 +607,21 @@ class SQLStore:
         last_pk = 0
         while True:
             rows = self._query(
-                f"SELECT pk, {self._select_record}, embedding FROM records"
+                f"SELECT pk, {self._select_record}, embedding, passages FROM records"
                 f" WHERE pk > ? AND {self._hint('space')} = ? ORDER BY pk LIMIT 1000",
                 (last_pk, space),
             )
             if not rows:
                 return
             for row in rows:
-                yield StoredRecord(record=self._record(row[1:-1]), embedding=_vector(row[-1]))
+                vector = _vector(row[-2])
+                yield StoredRecord(
+                    record=self._record(row[1:-2]),
+                    embedding=vector,
+                    passages=_passages(
+                        row[-1], None if vector is None else vector.shape[0], self.location
+                    ),
+                )
             last_pk = rows[-1][0]
 
     def spaces(self) -> list[str]:
@@ -918,7 +943,7 @@ def _columns(rows: list[Any], location: str) -> RecordColumns:
             last_verified_at=empty_i, valid_from=empty_i, valid_until=empty_i,
             superseded_at=empty_i, feedback_score=np.empty(0, np.float64),
             valid_until_before=empty_i, domains=[], event_ids=[],
-            has_embedding=np.empty(0, np.bool_), embeddings=None,
+            has_embedding=np.empty(0, np.bool_), embeddings=None, passages=[],
         )  # fmt: skip
     cols = list(zip(*rows, strict=True))
     blobs = [None if b is None else bytes(b) for b in cols[16]]
@@ -931,6 +956,7 @@ def _columns(rows: list[Any], location: str) -> RecordColumns:
         zero = bytes(sizes.pop())
         buf = b"".join(b if b is not None else zero for b in blobs)
         embeddings = np.frombuffer(buf, dtype="<f4").reshape(n, -1).astype(np.float32)
+    dim = None if embeddings is None else embeddings.shape[1]
     return RecordColumns(
         pk=np.asarray(cols[0], dtype=np.int64),
         ids=list(cols[1]),
@@ -950,4 +976,5 @@ def _columns(rows: list[Any], location: str) -> RecordColumns:
         event_ids=list(cols[15]),
         has_embedding=has,
         embeddings=embeddings,
+        passages=[_passages(b, dim, location) for b in cols[17]],
     )

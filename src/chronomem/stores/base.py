@@ -51,10 +51,12 @@ class EmbeddingMeta:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredRecord:
-    """A record together with its raw (as given) embedding, for writes and exports."""
+    """A record together with its raw (as given) embedding, for writes and exports, and the
+    vectors of its passages (one row per :func:`chronomem.text.passages` item) when it has them."""
 
     record: Record
     embedding: F32 | None
+    passages: F32 | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,7 +64,8 @@ class RecordColumns:
     """A columnar batch of records of one space, ordered by ``pk`` ascending.
 
     Open-ended instants use the :data:`NEVER` / :data:`SINCE_EVER` sentinels. ``embeddings`` holds
-    raw vectors (zeros where ``has_embedding`` is false) or is ``None`` when the batch has none.
+    raw vectors (zeros where ``has_embedding`` is false) or is ``None`` when the batch has none;
+    ``passages`` each row's raw passage vectors (``None``: the record has none).
     ``valid_until_before`` is the window end a read must use for instants before ``superseded_at``
     (the current ``valid_until`` for records never closed).
     """
@@ -85,6 +88,7 @@ class RecordColumns:
     event_ids: list[str | None]
     has_embedding: npt.NDArray[np.bool_]
     embeddings: F32 | None
+    passages: list[F32 | None]
 
     def __len__(self) -> int:
         return len(self.ids)

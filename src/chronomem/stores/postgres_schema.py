@@ -122,4 +122,5 @@ _INITIAL = (
 
 PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "records, agents, spaces, lifecycle, audit, events, links, postings", _INITIAL),
+    Migration(2, "passage vectors", ("ALTER TABLE records ADD COLUMN passages BYTEA",)),
 )

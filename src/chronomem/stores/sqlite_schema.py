@@ -161,4 +161,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "lifecycle: pre-close validity, audit log", _LIFECYCLE),
     Migration(3, "causal graph: events and weighted links", _CAUSAL),
     Migration(4, "full text: chronomem's postings replace FTS5; sync index", _POSTINGS),
+    Migration(5, "passage vectors", ("ALTER TABLE records ADD COLUMN passages BLOB",)),
 )
