@@ -196,6 +196,11 @@ class VersionConfig:
     """Version-aware ranking (see :mod:`chronomem.scoring.versions`), tuned on LoCoMo's first five
     conversations and LongMemEval's knowledge-update questions with all-MiniLM-L6-v2.
 
+    The defaults (those of the ``default`` preset) use only the band: with passage vectors, also
+    demoting near-duplicates and passing their score on measured worse on both benchmarks
+    (docs/benchmarks.md). ``demote`` and ``inherit`` stay available for memories of short facts
+    restated with new values.
+
     Attributes:
         window: how many of the best candidates take part.
         similarity: the cosine at or above which two records are versions of the same fact.
@@ -213,8 +218,8 @@ class VersionConfig:
 
     window: int = 10
     similarity: float = 0.7
-    demote: float = 0.1
-    inherit: float = 0.1
+    demote: float = 0.0
+    inherit: float = 0.0
     band: float = 0.3
     band_weight: float = 0.3
     newer_after: timedelta = timedelta(hours=12)

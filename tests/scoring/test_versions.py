@@ -72,6 +72,11 @@ def test_the_default_preset_prefers_the_updated_fact(location: str | Path, clock
         hits = mem.peek("how many postcards do I have?", query_embedding=unit(1, 0.1, 0),
                         explain=True)  # fmt: skip
         assert [h.record.id for h in hits] == [new, old]
+        assert hits[0].breakdown.factors["recent_in_band_bonus"] > 0  # type: ignore[union-attr]
+        linked = replace(PRESETS["default"], versions=VersionConfig(demote=0.1, inherit=0.1))
+        hits = mem.peek("how many postcards do I have?", query_embedding=unit(1, 0.1, 0),
+                        explain=True, preset=linked)  # fmt: skip
+        assert [h.record.id for h in hits] == [new, old]
         assert hits[1].breakdown.factors["older_version"] == pytest.approx(0.9)  # type: ignore[union-attr]
         assert hits[0].breakdown.factors["newer_version_bonus"] > 0  # type: ignore[union-attr]
         without = replace(PRESETS["default"], versions=None)
