@@ -68,6 +68,7 @@ class AgentArrays:
         "superseded_at",
     )
     _F64_FIELDS = ("importance", "feedback_score")
+    _OTHER_FIELDS = ("kind", "speaker", "has_embedding", "ids")
 
     def __init__(self, agent: str, dim: int | None, capacity: int = 16) -> None:
         self.agent = agent
@@ -79,6 +80,9 @@ class AgentArrays:
         for name in self._F64_FIELDS:
             setattr(self, name, np.zeros(cap, dtype=np.float64))
         self.kind = np.zeros(cap, dtype=np.int8)
+        # the speaker of each row as a code into speaker_names (-1: none), kept on append
+        self.speaker = np.zeros(cap, dtype=np.int32)
+        self.speaker_names: dict[str, int] = {}
         self.has_embedding = np.zeros(cap, dtype=np.bool_)
         self.ids = np.empty(cap, dtype=_ID_DTYPE)
         self.emb: F32 | None = None if dim is None else np.zeros((cap, dim), dtype=np.float32)
@@ -113,7 +117,7 @@ class AgentArrays:
         if needed <= cap:
             return
         new_cap = max(needed, cap * 2)
-        for name in (*self._I64_FIELDS, *self._F64_FIELDS, "kind", "has_embedding", "ids"):
+        for name in (*self._I64_FIELDS, *self._F64_FIELDS, *self._OTHER_FIELDS):
             old = getattr(self, name)
             new = np.zeros(new_cap, dtype=old.dtype)
             new[: self.n] = old[: self.n]
@@ -172,6 +176,11 @@ class AgentArrays:
         self._write_rows(at, cols, rows)
         self._append_passages(cols, rows, start)
         self.kind[at] = [KIND_CODES[Kind(cols.kinds[i])] for i in rows]
+        names = self.speaker_names
+        self.speaker[at] = [
+            -1 if (who := speaker(cols.texts[i])) is None else names.setdefault(who, len(names))
+            for i in rows
+        ]
         self.ids[at] = [cols.ids[i] for i in rows]
         for offset, i in enumerate(rows):
             self.position[cols.ids[i]] = start + offset
@@ -194,7 +203,7 @@ class AgentArrays:
             return
         keep = np.ones(self.n, dtype=np.bool_)
         keep[drop] = False
-        for name in (*self._I64_FIELDS, *self._F64_FIELDS, "kind", "has_embedding", "ids"):
+        for name in (*self._I64_FIELDS, *self._F64_FIELDS, *self._OTHER_FIELDS):
             arr = getattr(self, name)
             kept = arr[: self.n][keep]
             arr[: kept.shape[0]] = kept
@@ -296,20 +305,7 @@ class AgentArrays:
     def speakers(self) -> tuple[npt.NDArray[np.int32], list[str]]:
         """Each row's speaker as a code into the returned names (-1: the text names none), from
         the ``"Name: words"`` convention of transcripts (:func:`chronomem.text.speaker`)."""
-        cached = self._derived.get("speakers")
-        if cached is None:
-            names: dict[str, int] = {}
-            cached = np.fromiter(
-                (
-                    -1 if (who := speaker(t)) is None else names.setdefault(who, len(names))
-                    for t in self.texts
-                ),
-                dtype=np.int32,
-                count=self.n,
-            )
-            self._derived["speakers"] = cached
-            self._derived["speaker_names"] = np.asarray(list(names), dtype=object)
-        return cached, list(self._derived["speaker_names"])  # type: ignore[return-value]
+        return self.speaker[: self.n], list(self.speaker_names)
 
     def contains(self, substring: str) -> npt.NDArray[np.bool_]:
         """Which texts contain ``substring`` (case-sensitive, like the reference code)."""
