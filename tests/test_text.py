@@ -94,3 +94,20 @@ def test_questions_about_the_time_of_a_past_event_are_recognised() -> None:
         "What did Caroline research?",
     ):
         assert not asks_when_something_happened(state), state
+
+
+def test_passages_keep_a_lines_own_speaker_and_abbreviations() -> None:
+    chunk = "Alice: We met at noon.\nBob: Hello there. How are you today?"
+    assert passages(chunk) == [
+        "Alice: We met at noon.",
+        "Bob: Hello there.",
+        "Alice: How are you today?",  # a line without its own speaker: the record's
+    ]
+    assert passages("Mr. Brown went home. He slept.") == ["Mr. Brown went home.", "He slept."]
+
+
+def test_first_person_is_not_read_into_abbreviations_and_latest_times_keep_the_band() -> None:
+    assert not refers_to_self("Is it free, i.e. without a fee?")
+    assert refers_to_self("Did I go? i did")
+    assert not asks_when_something_happened("When was the last time I saw the dentist?")
+    assert not asks_when_something_happened("When did I most recently visit Rome?")

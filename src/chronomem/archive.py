@@ -1,14 +1,14 @@
 """The JSONL archive format of ``export`` / ``import_`` (DESIGN §6).
 
-Line 1 is a header object (``{"format": "chronomem", "version": 2, ...}``); every further line is
+Line 1 is a header object (``{"format": "chronomem", "version": 3, ...}``); every further line is
 one object with a ``type``: ``record`` lines (every field of :class:`~chronomem.model.Record`,
 instants as ISO 8601 with offset to the microsecond, plus the raw embedding as base64 little-endian
 float32, exact, and ``passages``, the passage vectors concatenated, when the record has them) in
 insertion order, then ``audit`` lines (the audit log, oldest first), ``event`` lines (the causal
 graph's events with their vectors, in insertion order), ``link`` lines (by cause and effect) and
 ``agent`` lines (each agent's reflection-trigger sum). Version 1 archives (records and audit only)
-are still read. The output is deterministic: exporting the same space twice, or after a migration
-to another store, gives identical bytes.
+and version 2 (no ``passages``) are still read. The output is deterministic: exporting the same
+space twice, or after a migration to another store, gives identical bytes.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ __all__ = [
 ]
 
 FORMAT = "chronomem"
-VERSION = 2
-READABLE_VERSIONS = (1, 2)
+VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 ID_PATTERN = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 
 
@@ -119,6 +119,8 @@ def _vector_from_json(
 ) -> np.ndarray | None:
     if obj.get(name) is None:
         return None
+    if not isinstance(obj[name], str):
+        raise ValueError(f"{name} must be a base64 string")
     raw = base64.b64decode(obj[name], validate=True)
     vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
     if name == "embedding" and dim is not None and vector.shape[0] != dim:

@@ -102,7 +102,7 @@ def event_key(event_id: str) -> int:
 # (so "http://..." and "10:30" are not speakers).
 _SPEAKER = re.compile(r"\s*([^\W\d_][\w .'-]{0,39}?)\s*:\s+(?=\S)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b")
+_FIRST_PERSON = re.compile(r"(?<![\w.])(?:i|me|my|mine|myself)(?!\w|\.\w)")
 _MIN_PASSAGE_CHARS = 4
 
 
@@ -116,30 +116,41 @@ def passages(text: str, *, limit: int = 32) -> list[str]:
     """The sentences of a record that has more than one, each embedded on its own so that a fact
     said in passing in a long record is as close to a question about it as a short record saying
     only that fact. A transcript line's speaker prefixes every passage (``"Name: sentence"``).
-    Empty for a record of one sentence: its own vector already is that sentence's. Past ``limit``
-    sentences, the rest form the last passage. Fragments under four characters are dropped."""
+    A line that starts with its own ``"Name: "`` keeps it instead. Empty for a record of one
+    sentence: its own vector already is that sentence's. Past ``limit`` sentences, the rest form
+    the last passage. A fragment under four characters ("Mr.", "1.") joins the next sentence."""
     match = _SPEAKER.match(text)
     body = text if match is None else text[match.end() :]
-    parts = [p.strip() for p in _SENTENCE_END.split(body)]
-    parts = [p for p in parts if len(p) >= _MIN_PASSAGE_CHARS]
+    parts: list[str] = []
+    carry = ""
+    for piece in _SENTENCE_END.split(body):
+        piece = f"{carry} {piece.strip()}".strip()
+        carry = piece if len(piece) < _MIN_PASSAGE_CHARS else ""
+        if not carry and piece:
+            parts.append(piece)
+    if carry and parts:
+        parts[-1] = f"{parts[-1]} {carry}"
     if len(parts) < 2:
         return []
     if len(parts) > limit:
         parts = [*parts[: limit - 1], " ".join(parts[limit - 1 :])]
     prefix = "" if match is None else text[: match.end()].strip() + " "
-    return [prefix + p for p in parts]
+    return [p if _SPEAKER.match(p) else prefix + p for p in parts]
 
 
 _WHEN_PAST = re.compile(
     r"^\W*(?:when|in what (?:year|month)|what (?:date|day|year|month)|which (?:year|month|day))"
     r"\s+(?:did|was|were|had)\b|\bhow long ago\b"
 )
+_LATEST = re.compile(r"\b(?:last|latest|most recent(?:ly)?)\b")
 
 
 def asks_when_something_happened(query: str) -> bool:
     """Whether a query asks for the time of a past event ("When did ...", "What year was ...",
-    "How long ago ..."): the moment of an event, not the current state of anything."""
-    return _WHEN_PAST.search(query.casefold()) is not None
+    "How long ago ..."): the moment of an event, not the current state of anything. Not when it
+    asks for the last or latest time ("When did I last ...")."""
+    q = query.casefold()
+    return _WHEN_PAST.search(q) is not None and _LATEST.search(q) is None
 
 
 def refers_to_self(query: str) -> bool:

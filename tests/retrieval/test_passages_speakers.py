@@ -126,3 +126,41 @@ def test_a_speaker_named_in_the_question_gains_nothing(
                         asker="Melanie")  # fmt: skip
         assert hits[0].record.id == melanie  # the later of two equal matches (same BM25 too)
         assert [h.breakdown.speaker for h in hits if h.breakdown] == [None, None]
+
+
+def test_malformed_passages_in_an_archive_are_refused(clock: SimClock, tmp_path: Path) -> None:
+    import json
+
+    from chronomem import InvalidInputError
+
+    with Memory.open(tmp_path / "a.db", embedder=embedder(), clock=clock) as mem:
+        mem.remember(LONG)
+        mem.export(tmp_path / "space.jsonl")
+    lines = (tmp_path / "space.jsonl").read_text().splitlines()
+    record = json.loads(lines[1])
+    assert record["passages"]  # two 4-d passages, base64
+    for bad in ("AAAA", 42):  # one float: not rows of the embedding's width; not a string
+        broken = [lines[0], json.dumps({**record, "passages": bad}), *lines[2:]]
+        (tmp_path / "bad.jsonl").write_text("\n".join(broken) + "\n")
+        with Memory.open(tmp_path / "b.db", embedder=None, clock=clock) as copy:
+            with pytest.raises(InvalidInputError, match="passages"):
+                copy.import_(tmp_path / "bad.jsonl")
+            assert copy.stats()["records"] == 0
+
+
+class _ShortEmbedder(FixedEmbedder):
+    """Returns one vector too few."""
+
+    def embed(self, texts, *, progress=False):  # type: ignore[no-untyped-def]
+        return super().embed(texts)[:-1]
+
+
+def test_an_embedder_returning_too_few_vectors_writes_nothing(
+    clock: SimClock, tmp_path: Path
+) -> None:
+    from chronomem import EmbedderError
+
+    with Memory.open(tmp_path / "e.db", embedder=_ShortEmbedder(VECTORS, dim=4), clock=clock) as m:
+        with pytest.raises(EmbedderError, match="3 texts"):
+            m.remember(LONG)
+        assert m.stats()["records"] == 0

@@ -33,7 +33,8 @@ def test_an_older_near_duplicate_is_demoted_and_its_update_inherits() -> None:
 def test_records_close_in_time_are_not_versions_of_each_other() -> None:
     vectors = np.stack([unit(1, 0), unit(1, 0.01)])
     recorded = np.asarray([0, 2 * 60 * 1_000_000], dtype=np.int64)  # two minutes apart
-    result = adjust_versions(np.asarray([0.8, 0.7]), vectors, recorded, VersionConfig())
+    config = VersionConfig(demote=0.1, inherit=0.1)
+    result = adjust_versions(np.asarray([0.8, 0.7]), vectors, recorded, config)
     assert result.demoted.tolist() == [1.0, 1.0]
     assert result.inherited.tolist() == [0.0, 0.0]
     # in-band recency is measured over at least a day: two minutes are worth almost nothing

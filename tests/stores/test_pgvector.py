@@ -338,3 +338,34 @@ def _exact_because(url: str) -> str:
         return str(store.stats("default")["candidates"])
     finally:
         store.close()
+
+
+def test_reads_over_records_with_passages_are_exact(pgvector_url: str, clock: SimClock) -> None:
+    """The index holds record vectors: a fact said in passing in a long record is found through
+    its passage vector, which pgvector cannot see — such reads score every record."""
+    from ..conftest import FixedEmbedder
+
+    rng = np.random.default_rng(11)
+    centres = rng.standard_normal((40, DIM)).astype(np.float32)
+    question = _vectors(rng, 1, centres)[0]
+    far = -question  # the long record as a whole points away from the question
+    long_text = "user: We talked about the weather for a while. By the way, the key is blue."
+    embedder = FixedEmbedder(
+        {long_text: far, "user: By the way, the key is blue.": question}, dim=DIM
+    )
+    store = PostgresStore(pgvector_url, vector_index="require")
+    with Memory.open(store, embedder=embedder, clock=clock, preset="default") as mem:
+        noise = _vectors(rng, 1500, centres)
+        mem.remember_many(
+            [{"text": f"note {i}", "embedding": v, "importance": 5} for i, v in enumerate(noise)],
+            agent="ada",
+        )
+        passage_record = mem.remember(long_text, agent="ada", importance=5).id
+    clock.advance(hours=1)
+    with _open(pgvector_url, clock, "auto") as fast, _open(pgvector_url, clock, "off") as exact:
+        hits = fast.peek("?", query_embedding=question, k=10, explain=True)
+        assert hits[0].record.id == passage_record
+        assert hits[0].breakdown is not None
+        assert hits[0].breakdown.relevance_dense == pytest.approx(1.0, abs=1e-5)
+        assert hits[0].breakdown.preselected is None  # scored exactly
+        _same(_hits(fast, question, text="?"), _hits(exact, question, text="?"))

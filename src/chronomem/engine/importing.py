@@ -48,10 +48,12 @@ class _Importing(_Reflecting):
             folder = find_folder(os.fspath(persona_dir))
             plan = plan_import(folder, agent=agent, space=self._space, ids=self._ids)
             problems = list(plan.problems)
-            vectors = self._import_vectors(plan.records, plan.vectors, problems, progress)
+            vectors, parts = self._import_vectors(plan.records, plan.vectors, problems, progress)
             items = [
-                StoredRecord(record=replace(r, has_embedding=v is not None), embedding=v)
-                for r, v in zip(plan.records, vectors, strict=True)
+                StoredRecord(
+                    record=replace(r, has_embedding=v is not None), embedding=v, passages=p
+                )
+                for r, v, p in zip(plan.records, vectors, parts, strict=True)
             ]
             accumulated = plan.accumulated_importance or 0.0
             with self._store.write():
@@ -78,9 +80,11 @@ class _Importing(_Reflecting):
         given: dict[str, list[float]],
         problems: list[Problem],
         progress: bool,
-    ) -> list[np.ndarray | None]:
+    ) -> tuple[list[np.ndarray | None], list[np.ndarray | None]]:
+        """Record vectors and passage vectors (only when the embedder re-embeds the texts)."""
+        none: list[np.ndarray | None] = [None] * len(records)
         if not records:
-            return []
+            return [], []
         if self._embedder is not None:
             if given:
                 model = self._embedder.model_id
@@ -89,7 +93,9 @@ class _Importing(_Reflecting):
                         None, f"{len(given)} embeddings.json vectors unused: re-embedded ({model})"
                     )
                 )
-            return list(self._embedder.embed([r.text for r in records], progress=progress))
+            texts = [r.text for r in records]
+            wholes, parts = self._embed_with_passages(texts, texts, progress=progress)
+            return list(wholes), parts
         dims = {len(v) for v in given.values()}
         node = [str(r.metadata["ga_node_id"]) for r in records]
         if len(dims) == 1 and (self._meta.dim in (None, *dims)):
@@ -102,14 +108,14 @@ class _Importing(_Reflecting):
                         None, f"embeddings.json vectors ({dim}-d, model unknown) imported as is"
                     )
                 )
-            return out
+            return out, none
         if given:
             problems.append(
                 Problem(
                     None, "embeddings.json vectors unused: wrong dimension; relevance is lexical"
                 )
             )
-        return [None] * len(records)
+        return none, none
 
 
 def _problem_order(problem: Problem) -> tuple[int, int, str]:

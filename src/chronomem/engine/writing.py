@@ -16,6 +16,7 @@ from chronomem.clock import require_aware, to_micros
 from chronomem.engine.base import _Base
 from chronomem.errors import (
     ConflictError,
+    EmbedderError,
     InvalidInputError,
     NotFoundError,
 )
@@ -30,6 +31,8 @@ from chronomem.writes import (
     Draft,
     build_drafts,
 )
+
+F32 = npt.NDArray[np.float32]
 
 
 class _Writing(_Base):
@@ -191,23 +194,48 @@ class _Writing(_Base):
         one and, when passages are on, the passages of records of more than one sentence (also
         of records whose vector was given) — all in one batched call."""
         missing = [i for i, d in enumerate(drafts) if d.embedding is None]
-        split = [passages(d.record.text) if self._passages else [] for d in drafts]
-        if self._embedder is not None and (missing or any(split)):
-            texts = [drafts[i].record.text for i in missing] + [p for ps in split for p in ps]
-            vectors = np.asarray(self._embedder.embed(texts, progress=progress), np.float32)
+        if self._embedder is not None:
+            wholes, parts = self._embed_with_passages(
+                [drafts[i].record.text for i in missing],
+                [d.record.text for d in drafts],
+                progress=progress,
+            )
             drafts = list(drafts)
-            for i, vector in zip(missing, vectors, strict=False):
+            for i, vector in zip(missing, wholes, strict=True):
                 record = replace(drafts[i].record, has_embedding=True)
                 drafts[i] = replace(drafts[i], record=record, embedding=vector)
-            start = len(missing)
-            for i, ps in enumerate(split):
-                if ps:
-                    drafts[i] = replace(drafts[i], passages=vectors[start : start + len(ps)])
-                    start += len(ps)
+            for i, part in enumerate(parts):
+                if part is not None:
+                    drafts[i] = replace(drafts[i], passages=part)
         given = [d.embedding for d in drafts if d.embedding is not None]
         if given:
             self._fix_dim(int(given[0].shape[0]))
         return drafts
+
+    def _embed_with_passages(
+        self, texts: list[str], passages_of: list[str], *, progress: bool
+    ) -> tuple[F32, list[F32 | None]]:
+        """One batched embedder call for ``texts`` and, when passages are on, the passages of each
+        of ``passages_of`` (``None`` for a text of one sentence). The embedder's output is
+        checked: one finite vector of the store's width per text."""
+        split = [passages(t) if self._passages else [] for t in passages_of]
+        asked = texts + [p for ps in split for p in ps]
+        if self._embedder is None or not asked:
+            return np.empty((0, self._meta.dim or 0), np.float32), [None] * len(split)
+        vectors = np.asarray(self._embedder.embed(asked, progress=progress), np.float32)
+        dim = self._meta.dim or self._embedder.dim
+        if vectors.shape != (len(asked), dim) or not np.all(np.isfinite(vectors)):
+            raise EmbedderError(
+                f"the embedder returned {vectors.shape} values (non-finite ones: "
+                f"{int(np.count_nonzero(~np.isfinite(vectors)))}) for {len(asked)} texts of "
+                f"dimension {dim}"
+            )
+        parts: list[F32 | None] = []
+        start = len(texts)
+        for ps in split:
+            parts.append(vectors[start : start + len(ps)] if ps else None)
+            start += len(ps)
+        return vectors[: len(texts)], parts
 
     def _store_drafts(
         self, drafts: list[Draft], *, now: datetime, actor: str | None, reason: str | None

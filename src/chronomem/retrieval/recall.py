@@ -215,13 +215,15 @@ def _preselect(
     normalisation), without a crisis, that use dense relevance: min-max ranges and causal
     association need every cosine. When most of the nearest are not candidates of this read
     (other kinds, superseded, later than ``as_of``), the visible records beyond them would all
-    lose their cosine: then every row is scored too."""
+    lose their cosine: then every row is scored too. The index holds record vectors only, so a
+    read whose preset uses passages, over records that have them, is exact as well."""
     c = q.config
     if (
         q.vector is None
         or q.crisis is not None
         or c.normalisation is not Normalisation.FIXED
         or c.relevance is RelevanceMode.LEXICAL
+        or (c.passages and any(a.pn for a in cols.arrays))
     ):
         return None
     matches = 0 if lexical is None else int(np.count_nonzero(lexical))
@@ -316,7 +318,7 @@ def _speaker_match(cols: Columns, q: Query) -> F64 | None:
     speakers cost 0.19 of their recall@10 for +0.005 elsewhere)."""
     if q.config.speaker_weight == 0.0 or q.asker is None or not refers_to_self(q.text):
         return None
-    asker = q.asker.casefold()
+    asker = q.asker.strip().casefold()
     parts = []
     for a in cols.arrays:
         codes, names = a.speakers()
