@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import RESULTS, machine, write_results
 from _quality import BASELINES, CachedEmbedder, langchain_time_weighted, mean, metrics, rrf, top
 from chronomem import Memory, SimClock
+from chronomem.text import passages
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent.parent / "shared" / "data" / "locomo" / "locomo10.json"
@@ -135,6 +136,7 @@ def run_conversation(
         tmp / f"{conv.sample_id}.db", embedder=embedder, clock=clock, synchronous="NORMAL"
     )
     vectors = embedder.embed([t.text for t in conv.turns])
+    embedder.embed([p for t in conv.turns for p in passages(t.text)])  # one batch, cached
     id_of: dict[str, str] = {}
     for turn, vector in zip(conv.turns, vectors, strict=True):
         clock.set(turn.at)

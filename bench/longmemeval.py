@@ -3,11 +3,12 @@ quality), chronomem presets against baselines on the same MiniLM vectors and the
 
 Protocol: one space per question; one record per turn ("user: ..." / "assistant: ..."), recorded at
 its session's time plus one minute per turn; the question is asked, read-only, at the end of its
-day (some evidence is stamped later on the question's own day). Turn-level recall@5/10 (turns with
-``has_answer``) and session-level recall@5/10 (sessions in order of their first retrieved turn)
-per question type. The knowledge-update probe, over the questions whose evidence spans two or more
-sessions: how often the newest session's best evidence turn ranks above every older evidence turn,
-and the MRR of the newest evidence.
+day (some evidence is stamped later on the question's own day), by the user (``asker="user"``:
+chronomem presets with a speaker weight read "I" and "my" as the user's own lines). Turn-level
+recall@5/10 (turns with ``has_answer``) and session-level recall@5/10 (sessions in order of their
+first retrieved turn) per question type. The knowledge-update probe, over the questions whose
+evidence spans two or more sessions: how often the newest session's best evidence turn ranks above
+every older evidence turn, and the MRR of the newest evidence.
 
     python bench/longmemeval.py
 """
@@ -29,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine, write_results
 from _quality import BASELINES, CachedEmbedder, langchain_time_weighted, rrf, top
 from chronomem import Memory, SimClock
+from chronomem.text import passages
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent.parent / "shared" / "data" / "longmemeval" / "longmemeval_oracle.json"
@@ -68,6 +70,7 @@ def ranked(
         preset=preset,
         query_embedding=qv,
         as_of=ctx["as_of"],
+        asker="user",
     )
     return [h.record.id for h in hits]
 
@@ -81,6 +84,7 @@ def run(
         f"{t['role']}: {t['content']}" for q in questions for s in q["haystack_sessions"] for t in s
     ]
     embedder.embed(texts, progress=True)  # one batch, cached
+    embedder.embed([p for t in texts for p in passages(t)], progress=True)  # the passages too
     embedder.save()
     for number, q in enumerate(questions):
         clock = SimClock(parse(q["haystack_dates"][0]))
