@@ -31,15 +31,16 @@ lint: $(STAMP)
 
 check: lint test
 
-# Speed (scaling, TCMF, ingest) and quality (LoCoMo, LongMemEval); results in bench/results/.
-# The first quality run embeds ~17k texts with the real model (~15 min on 2 cores); later runs
-# reuse bench/.cache.
+# Speed (scaling, TCMF, ingest, passages) and quality (LoCoMo, LongMemEval); results in
+# bench/results/. The first quality run embeds ~17k records and ~130k passages with the real model
+# (about an hour on one thread); later runs reuse bench/.cache.
 bench: bench-speed bench-quality
 
 bench-speed: $(STAMP)
 	$(PY) bench/recall_scaling.py
 	$(PY) bench/tcmf.py
 	$(PY) bench/ingest.py
+	$(PY) bench/passages.py
 
 bench-quality: $(STAMP)
 	$(PY) bench/locomo.py
@@ -49,6 +50,7 @@ bench-full: $(STAMP)
 	$(PY) bench/recall_scaling.py --million
 	$(PY) bench/tcmf.py
 	$(PY) bench/ingest.py
+	$(PY) bench/passages.py
 	$(PY) bench/locomo.py
 	$(PY) bench/longmemeval.py
 
