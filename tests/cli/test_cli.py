@@ -194,3 +194,13 @@ def test_recall_asker_favours_the_askers_own_lines(
     first = out.split("\n")[1]
     assert "user: my bike is the blue one" in first
     assert "the asker's own line (user)" in out
+
+
+def test_embed_passages_needs_an_embedder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = ("--db", str(tmp_path / "p.db"), "--no-embedder")
+    run(capsys, "remember", "user: one sentence. And another one.", *common)
+    code, _, err = run(capsys, "embed-passages", *common)
+    assert code == 1
+    assert "needs an embedder" in err

@@ -164,3 +164,35 @@ def test_an_embedder_returning_too_few_vectors_writes_nothing(
         with pytest.raises(EmbedderError, match="3 texts"):
             m.remember(LONG)
         assert m.stats()["records"] == 0
+
+
+def test_embed_passages_backfills_records_without_them(
+    location: str | Path, clock: SimClock
+) -> None:
+    from chronomem import ConfigError
+
+    cats = "how many cats do I have?"
+    with (
+        Memory.open(location, embedder=embedder(), clock=clock, passages=False) as old,
+        Memory.open(location, embedder=embedder(), clock=clock) as new,
+    ):
+        old.remember(LONG)  # written without passages
+        new.remember(PARROTS)  # with them: its passages follow LONG's row in the arrays
+        new.remember("user: Dogs are fine.")
+        whole = float(unit(1, 0.3, 0, 0) @ CATS)
+        for mem in (old, new):  # both handles load their arrays before the backfill
+            assert dense(mem, cats, LONG) == pytest.approx(whole)
+            assert dense(mem, "which parrot?", PARROTS) == pytest.approx(1.0)
+        assert new.embed_passages() == 1  # LONG only: PARROTS has them, Dogs is one sentence
+        assert new.embed_passages() == 0
+        for mem in (old, new):  # the writer's arrays and another handle's both pick them up
+            assert dense(mem, cats, LONG) == pytest.approx(1.0)
+            assert dense(mem, "which parrot?", PARROTS) == pytest.approx(1.0)
+            assert dense(mem, "which parrot?", LONG) == pytest.approx(
+                float(unit(1, 0.3, 0, 0) @ PARROT)
+            )
+    with (
+        Memory.open(location, embedder=None, clock=clock) as lexical,
+        pytest.raises(ConfigError, match="embedder"),
+    ):
+        lexical.embed_passages()

@@ -441,6 +441,13 @@ def _cmd_stats(args: argparse.Namespace, cfg: Settings) -> int:
     return 0
 
 
+def _cmd_embed_passages(args: argparse.Namespace, cfg: Settings) -> int:
+    with _open(cfg) as mem:
+        done = mem.embed_passages(progress=sys.stderr.isatty())
+    print(f"{done} record(s) gained passage vectors")
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace, cfg: Settings) -> int:
     from chronomem.cli.demo import run_demo
 
@@ -632,6 +639,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", parents=[common], help="counts, store and embedder")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_stats)
+
+    p = sub.add_parser(
+        "embed-passages",
+        parents=[common],
+        help="backfill passage vectors for records of several sentences written without them",
+    )
+    p.set_defaults(func=_cmd_embed_passages)
 
     p = sub.add_parser("demo", parents=[common], help="the end-to-end demo on a real SQLite file")
     p.add_argument("--fresh", action="store_true", help="delete the demo store first")

@@ -15,6 +15,7 @@ import numpy.typing as npt
 from chronomem.clock import require_aware, to_micros
 from chronomem.engine.base import _Base
 from chronomem.errors import (
+    ConfigError,
     ConflictError,
     EmbedderError,
     InvalidInputError,
@@ -213,12 +214,18 @@ class _Writing(_Base):
         return drafts
 
     def _embed_with_passages(
-        self, texts: list[str], passages_of: list[str], *, progress: bool
+        self,
+        texts: list[str],
+        passages_of: list[str],
+        *,
+        progress: bool,
+        with_passages: bool | None = None,
     ) -> tuple[F32, list[F32 | None]]:
         """One batched embedder call for ``texts`` and, when passages are on, the passages of each
         of ``passages_of`` (``None`` for a text of one sentence). The embedder's output is
         checked: one finite vector of the store's width per text."""
-        split = [passages(t) if self._passages else [] for t in passages_of]
+        wanted = self._passages if with_passages is None else with_passages
+        split = [passages(t) if wanted else [] for t in passages_of]
         asked = texts + [p for ps in split for p in ps]
         if self._embedder is None or not asked:
             return np.empty((0, self._meta.dim or 0), np.float32), [None] * len(split)
@@ -236,6 +243,37 @@ class _Writing(_Base):
             parts.append(vectors[start : start + len(ps)] if ps else None)
             start += len(ps)
         return vectors[: len(texts)], parts
+
+    def embed_passages(self, *, progress: bool = False, batch: int = 512) -> int:
+        """Backfill passage vectors: embed the sentences of every record of this space that has
+        a vector, more than one sentence and no passages yet (written before store version 5,
+        with ``passages=False``, or imported without them), ``batch`` records per transaction.
+        Returns how many records gained passages. Every process's arrays pick them up on their
+        next read. Needs an embedder."""
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise InvalidInputError(f"batch must be a positive integer; got {batch!r}")
+        with self._lock:
+            self._require_open()
+            if self._embedder is None:
+                raise ConfigError("embed_passages needs an embedder (Memory.open(embedder=...))")
+            with self._store.snapshot():
+                todo = [
+                    (s.record.id, s.record.text)
+                    for s in self._store.iter_records(self._space)
+                    if s.embedding is not None and s.passages is None and passages(s.record.text)
+                ]
+            done = 0
+            for start in range(0, len(todo), batch):
+                chunk = todo[start : start + batch]
+                parts = self._embed_with_passages(
+                    [], [t for _, t in chunk], progress=progress, with_passages=True
+                )[1]
+                items = [
+                    (rid, p) for (rid, _), p in zip(chunk, parts, strict=True) if p is not None
+                ]
+                self._store.set_passages(self._space, items)
+                done += len(items)
+            return done
 
     def _store_drafts(
         self, drafts: list[Draft], *, now: datetime, actor: str | None, reason: str | None

@@ -68,7 +68,7 @@ class AgentArrays:
         "superseded_at",
     )
     _F64_FIELDS = ("importance", "feedback_score")
-    _OTHER_FIELDS = ("kind", "speaker", "has_embedding", "ids")
+    _OTHER_FIELDS = ("kind", "speaker", "has_embedding", "has_passages", "ids")
 
     def __init__(self, agent: str, dim: int | None, capacity: int = 16) -> None:
         self.agent = agent
@@ -84,6 +84,7 @@ class AgentArrays:
         self.speaker = np.zeros(cap, dtype=np.int32)
         self.speaker_names: dict[str, int] = {}
         self.has_embedding = np.zeros(cap, dtype=np.bool_)
+        self.has_passages = np.zeros(cap, dtype=np.bool_)
         self.ids = np.empty(cap, dtype=_ID_DTYPE)
         self.emb: F32 | None = None if dim is None else np.zeros((cap, dim), dtype=np.float32)
         self.pn = 0
@@ -149,7 +150,11 @@ class AgentArrays:
 
     def _append_passages(self, cols: RecordColumns, rows: npt.NDArray[np.intp], start: int) -> None:
         mats = [(start + k, cols.passages[i]) for k, i in enumerate(rows.tolist())]
-        mats = [(owner, m) for owner, m in mats if m is not None and m.shape[0]]
+        self._add_passages([(owner, m) for owner, m in mats if m is not None and m.shape[0]])
+
+    def _add_passages(self, mats: list[tuple[int, F32]]) -> None:
+        """Add passage matrices for rows that had none; rows beyond the last owner append, others
+        (a backfill of rows already held) are merged in owner order."""
         if not mats or self.dim is None:
             return
         new = sum(m.shape[0] for _, m in mats)
@@ -164,6 +169,11 @@ class AgentArrays:
         end = self.pn + new
         self.pemb[self.pn : end] = _unit_rows(np.concatenate([m for _, m in mats]))
         self.powner[self.pn : end] = np.repeat([o for o, _ in mats], [m.shape[0] for _, m in mats])
+        self.has_passages[[o for o, _ in mats]] = True
+        if self.pn and np.any(np.diff(self.powner[self.pn - 1 : end]) < 0):  # owners ascend
+            order = np.argsort(self.powner[:end], kind="stable")
+            self.pemb[:end] = self.pemb[:end][order]
+            self.powner[:end] = self.powner[:end][order]
         self.pn = end
 
     def append(self, cols: RecordColumns, rows: npt.NDArray[np.intp]) -> None:
@@ -193,9 +203,17 @@ class AgentArrays:
         self._derived.clear()
 
     def update(self, cols: RecordColumns, rows: npt.NDArray[np.intp]) -> None:
-        """Overwrite the mutable columns of rows already held (texts and kinds never change)."""
+        """Overwrite the mutable columns of rows already held (texts and kinds never change;
+        passages only arrive, by a backfill, for rows that had none)."""
         at = np.fromiter((self.position[cols.ids[i]] for i in rows), dtype=np.intp, count=rows.size)
         self._write_rows(at, cols, rows)
+        self._add_passages(
+            [
+                (int(row), m)
+                for row, i in zip(at.tolist(), rows.tolist(), strict=True)
+                if (m := cols.passages[i]) is not None and m.shape[0] and not self.has_passages[row]
+            ]
+        )
 
     def remove(self, ids: Sequence[str]) -> None:
         drop = sorted(self.position[i] for i in ids if i in self.position)

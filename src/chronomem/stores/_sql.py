@@ -694,6 +694,17 @@ class SQLStore:
                 (at, at, seq, record_id, space),
             )
 
+    def set_passages(self, space: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
+        if not items:
+            return
+        with self.write():
+            seq = self._bump(space)
+            self._executemany(
+                f"UPDATE records SET passages = ?, change_seq = ? WHERE id = ?"
+                f" AND {self._hint('space')} = ?",
+                [(_vector_blob(m), seq, rid, space) for rid, m in items],
+            )
+
     def add_feedback(self, space: str, record_id: str, signal: float) -> float:
         with self.write():
             seq = self._bump(space)

@@ -192,6 +192,11 @@ class MemoryStore(Protocol):
 
     def set_verified(self, space: str, record_id: str, at_us: int) -> None: ...
 
+    def set_passages(self, space: str, items: Sequence[tuple[str, F32]]) -> None:
+        """Store passage vectors for records that had none (a backfill), bumping their
+        ``change_seq`` so every process's arrays pick them up."""
+        ...
+
     def add_feedback(self, space: str, record_id: str, signal: float) -> float:
         """Add a rating to the record's summed score and return the new score (the rating itself
         is logged by the caller in the audit log)."""
