@@ -123,8 +123,8 @@ def _vector_from_json(
         raise ValueError(f"{name} must be a base64 string")
     raw = base64.b64decode(obj[name], validate=True)
     vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
-    if name == "embedding" and dim is not None and vector.shape[0] != dim:
-        raise ValueError(f"embedding has length {vector.shape[0]}, expected {dim}")
+    if dim is not None and vector.shape[0] != dim:
+        raise ValueError(f"{name} has length {vector.shape[0]}, expected {dim}")
     if not np.all(np.isfinite(vector)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return vector

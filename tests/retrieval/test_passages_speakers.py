@@ -103,6 +103,8 @@ def test_first_person_questions_prefer_the_askers_own_lines(
         assert hits[0].breakdown.speaker == "user"
         assert hits[1].breakdown is not None
         assert hits[1].breakdown.speaker is None
+        padded = mem.peek(question, query_embedding=CATS, asker=" User ")  # trimmed, case-folded
+        assert [h.record.id for h in padded] == [own, echo]
         gain = hits[0].breakdown.relevance - hits[1].breakdown.relevance
         assert gain == pytest.approx(PRESETS["default"].speaker_weight)
         # a third-person question is not about the asker

@@ -54,7 +54,8 @@ class AgentArrays:
     Attributes are full-capacity arrays; use ``[: self.n]`` (the :meth:`view` helpers) to read.
     Embeddings are unit-normalised so a matrix-vector product is the cosine. Passage vectors sit
     in their own matrix (``pemb[: self.pn]``), each row naming the record row it belongs to
-    (``powner``, ascending); records and their passages never change once stored.
+    (``powner``, ascending); a record's passages never change once it has them (a backfill only
+    adds them to records that had none).
     """
 
     _I64_FIELDS = (
@@ -302,22 +303,14 @@ class AgentArrays:
             self._derived["event_keys"] = cached
         return cached  # type: ignore[return-value]
 
-    def raise_to_passages(
-        self, dense: npt.NDArray[np.float64], query: F32, chosen: npt.NDArray[np.bool_] | None
-    ) -> None:
-        """Raise each row's cosine in ``dense`` to its best passage's (rows in ``chosen`` only,
-        when given), in place."""
+    def raise_to_passages(self, dense: npt.NDArray[np.float64], query: F32) -> None:
+        """Raise each row's cosine in ``dense`` to its best passage's, in place."""
         if self.pemb is None or self.pn == 0:
             return
         owners = self.powner[: self.pn]
-        if chosen is None:
-            sims = self.pemb[: self.pn] @ query
-        else:
-            picked = np.flatnonzero(chosen[owners])
-            if picked.size == 0:
-                return
-            sims, owners = self.pemb[picked] @ query, owners[picked]
-        rows, starts = np.unique(owners, return_index=True)  # owners ascend: one run per row
+        sims = self.pemb[: self.pn] @ query
+        starts = np.flatnonzero(np.diff(owners, prepend=-1))  # owners ascend: one run per row
+        rows = owners[starts]
         dense[rows] = np.maximum(dense[rows], np.maximum.reduceat(sims, starts))
 
     def speakers(self) -> tuple[npt.NDArray[np.int32], list[str]]:

@@ -263,14 +263,13 @@ def _similarities(
     record × causal-event cosines — from one pass over each agent's vectors: ``E @ [q | M]``.
     With ``passages``, a record's query cosine is the best of its own and its passages'.
 
-    With ``chosen`` (pre-selected rows, never with a crisis), only those rows' cosines are
-    computed; the others are 0."""
+    With ``chosen`` (pre-selected rows, never with a crisis, nor with passages over records that
+    have them: see :func:`_preselect`), only those rows' cosines are computed; the others are 0."""
     dense, event_parts = _record_similarities(cols, vector, crisis, chosen)
     if passages and dense is not None and vector is not None:
         for a, offset in zip(cols.arrays, cols.offsets[:-1].tolist(), strict=True):
             if a.dim == vector.shape[0]:
-                part = None if chosen is None else chosen[offset : offset + a.n]
-                a.raise_to_passages(dense[offset : offset + a.n], vector, part)
+                a.raise_to_passages(dense[offset : offset + a.n], vector)
     return dense, event_parts
 
 
@@ -321,9 +320,8 @@ def _speaker_match(cols: Columns, q: Query) -> F64 | None:
     asker = q.asker.strip().casefold()
     parts = []
     for a in cols.arrays:
-        codes, names = a.speakers()
-        code = names.index(asker) if asker in names else -2
-        parts.append((codes == code).astype(np.float64))
+        code = a.speaker_names.get(asker, -2)  # -1 is "no speaker"
+        parts.append((a.speakers()[0] == code).astype(np.float64))
     match = parts[0] if len(parts) == 1 else np.concatenate(parts)
     return match if match.any() else None
 
