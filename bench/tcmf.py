@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine, write_results
 from chronomem import Memory, SimClock
 from chronomem.retrieval.crisis import build_crisis
-from chronomem.retrieval.recall import Crisis
+from chronomem.retrieval.query import Crisis
 
 AGENTS, PER_AGENT, DIM, K = 40, 500, 384, 10
 
@@ -84,10 +84,10 @@ def _situation(mem: Memory, crisis: str) -> Crisis:
 
 def loop_boost(mem: Memory, crisis: str) -> np.ndarray:
     """The same boost with a Python loop per record and per causal event."""
-    from chronomem.retrieval.recall import columns
+    from chronomem.retrieval.columns import columns
 
     situation = _situation(mem, crisis)
-    cols = columns(mem._index.arrays(tuple(mem.agents())))
+    cols = columns(mem._h.index.arrays(tuple(mem.agents())))
     out = []
     for a in cols.arrays:
         assert a.emb is not None
@@ -108,10 +108,11 @@ def loop_boost(mem: Memory, crisis: str) -> np.ndarray:
 
 
 def vector_boost(mem: Memory, crisis: str) -> np.ndarray:
-    from chronomem.retrieval.recall import _boost, columns
+    from chronomem.retrieval.columns import columns
+    from chronomem.retrieval.recall import _boost
 
     situation = _situation(mem, crisis)
-    cols = columns(mem._index.arrays(tuple(mem.agents())))
+    cols = columns(mem._h.index.arrays(tuple(mem.agents())))
     return _boost(cols, situation).value
 
 

@@ -61,7 +61,7 @@ def populate(mem: Memory, clock: SimClock) -> None:
     doomed = mem.remember("the fridge is broken", agent="isabella", kind="fact",
                           embedding=unit(0, 0, 1)).id  # fmt: skip
     clock.advance(hours=1)
-    mem.close(doomed, "repaired", actor="maria")
+    mem.close_record(doomed, "repaired", actor="maria")
     mem.verify(base, actor="isabella")
     mem.feedback(base, "helpful", "useful for planning")
     mem.feedback(base, -0.25)

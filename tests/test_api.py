@@ -24,7 +24,7 @@ def test_public_api_is_pinned() -> None:
         "Kind", "LLMClient", "LLMError", "LLMHTTPError", "LLMImportance", "LLMResponseError",
         "LLMTimeoutError", "LifecycleConfig", "Link", "Memory", "MemoryStore", "MigratedSpace",
         "Normalisation", "NotFoundError", "OpenAICompatibleLLM", "PRESETS", "PostgresStore",
-        "Provenance", "RecencyMode", "Record",
+        "Provenance", "ReadOptions", "RecencyMode", "Record",
         "ReflectionConfig", "ReflectionError", "ReflectionResult", "RelevanceMode", "SQLiteStore",
         "ScoringConfig", "ScriptedLLM", "Sensitivity", "SentenceTransformerEmbedder", "SimClock",
         "Status", "StoreError", "SystemClock", "Ticks", "VersionConfig", "Weights", "WriteGate",

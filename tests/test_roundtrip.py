@@ -99,3 +99,37 @@ def test_import_refuses_dangling_evidence_and_writes_nothing(
         assert cited in message
         assert "26-character" in message
         assert b.stats()["records"] == 0
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("kind", "dream", "kind must be one of"),
+        ("occurred_at", "2024-01-01T09:00:00", "naive"),
+        ("occurred_at", "yesterday", "not an ISO 8601 instant"),
+        ("importance", 11, "importance must be a number from 1"),
+        ("tags", "one-string", "tags must be a list"),
+        ("metadata", [1, 2], "metadata must be a mapping"),
+        ("embedding", "%%%", "not valid base64"),
+        ("depth", -1, "depth must be a number"),
+    ],
+)
+def test_a_bad_archive_field_is_named_and_nothing_is_imported(
+    tmp_path: Path, clock: SimClock, field: str, value: object, said: str
+) -> None:
+    archive = tmp_path / "space.jsonl"
+    with Memory.open(tmp_path / "a.db", embedder=None, clock=clock) as a:
+        a.remember("kept", embedding=unit(1, 0))
+        a.remember("spoiled", embedding=unit(0, 1))
+        a.export(archive)
+    header, *lines = archive.read_text().splitlines()
+    spoiled = json.loads(lines[1])
+    spoiled[field] = value
+    lines[1] = json.dumps(spoiled)
+    archive.write_text("\n".join([header, *lines]) + "\n")
+    with Memory.open(tmp_path / "b.db", embedder=None, clock=clock) as b:
+        with pytest.raises(InvalidInputError) as err:
+            b.import_(archive)
+        assert "line 3" in str(err.value)
+        assert said in str(err.value)
+        assert b.stats()["records"] == 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from chronomem.archive import ImportReport
 from chronomem.clock import Clock, SimClock, SystemClock, Ticks, require_aware
 from chronomem.config import (
     PRESETS,
@@ -30,7 +29,7 @@ from chronomem.config import (
 )
 from chronomem.embedders.base import Embedder
 from chronomem.engine import Memory
-from chronomem.engine.reflecting import ReflectionResult
+from chronomem.engine.reflect import ReflectionResult
 from chronomem.errors import (
     ChronomemError,
     CitationError,
@@ -48,9 +47,7 @@ from chronomem.errors import (
     ReflectionError,
     StoreError,
 )
-from chronomem.importers.generative_agents import GAImportReport
 from chronomem.llm import LLMClient, OpenAICompatibleLLM, ScriptedLLM
-from chronomem.migrate import MigratedSpace, migrate
 from chronomem.model import (
     Ancestor,
     AuditEntry,
@@ -70,10 +67,14 @@ from chronomem.model import (
     Weights,
     WriteResult,
 )
-from chronomem.reflection.importance import HeuristicImportance, ImportanceScorer, LLMImportance
+from chronomem.retrieval.options import ReadOptions
 from chronomem.stores.base import MemoryStore
 from chronomem.stores.postgres import PostgresStore
 from chronomem.stores.sqlite import SQLiteStore
+from chronomem.transfer.archive import ImportReport
+from chronomem.transfer.generative_agents import GAImportReport
+from chronomem.transfer.migrate import MigratedSpace, migrate
+from chronomem.writing.importance import HeuristicImportance, ImportanceScorer, LLMImportance
 
 if TYPE_CHECKING:
     from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
@@ -125,6 +126,7 @@ __all__ = [
     "PRESETS",
     "PostgresStore",
     "Provenance",
+    "ReadOptions",
     "RecencyMode",
     "Record",
     "ReflectionConfig",

@@ -47,11 +47,15 @@ class InvalidInputError(ChronomemError, ValueError):
 
 
 class NotFoundError(ChronomemError, LookupError):
-    """A record or event id does not exist in this space."""
+    """A record or event id does not exist in this space (``err.record_id`` or
+    ``err.event_id`` says which)."""
 
-    def __init__(self, message: str, *, record_id: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, record_id: str | None = None, event_id: str | None = None
+    ) -> None:
         super().__init__(message)
         self.record_id = record_id
+        self.event_id = event_id
 
     def __str__(self) -> str:  # LookupError would otherwise repr() the message like KeyError
         return str(self.args[0]) if self.args else ""

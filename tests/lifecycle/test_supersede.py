@@ -86,7 +86,7 @@ def test_one_record_may_replace_several(mem: Memory, clock: SimClock) -> None:
 def test_close_ends_the_window_without_a_successor(mem: Memory, clock: SimClock) -> None:
     rid = mem.remember("the bridge is open", kind="fact", embedding=unit(1, 0)).id
     clock.advance(days=2)
-    closed = mem.close(rid, "the bridge was demolished")
+    closed = mem.close_record(rid, "the bridge was demolished")
     assert closed.status is Status.CLOSED
     assert closed.closed_reason == "the bridge was demolished"
     assert mem.peek("bridge", query_embedding=unit(1, 0)) == []
@@ -95,7 +95,7 @@ def test_close_ends_the_window_without_a_successor(mem: Memory, clock: SimClock)
         == 1
     )
     with pytest.raises(ConflictError):
-        mem.close(rid, "again")
+        mem.close_record(rid, "again")
 
 
 def test_bad_lifecycle_input_writes_nothing(mem: Memory, clock: SimClock) -> None:
@@ -112,8 +112,10 @@ def test_bad_lifecycle_input_writes_nothing(mem: Memory, clock: SimClock) -> Non
         )
     with pytest.raises(ConflictError):
         mem.remember_many(
-            [{"text": "y", "supersedes": [rid]}, {"text": "z", "supersedes": [rid]}],
-            embedding=unit(0, 1),
+            [
+                {"text": "y", "supersedes": [rid], "embedding": unit(0, 1)},
+                {"text": "z", "supersedes": [rid], "embedding": unit(0, 1)},
+            ]
         )
     assert mem.stats()["records"] == before
     assert mem.get(rid).status is Status.OPEN
@@ -121,7 +123,7 @@ def test_bad_lifecycle_input_writes_nothing(mem: Memory, clock: SimClock) -> Non
     with pytest.raises(ConflictError, match="already superseded"):
         mem.supersede(rid, "z", embedding=unit(1, 1))
     with pytest.raises(ConflictError):
-        mem.close(rid, "closing a superseded record")
+        mem.close_record(rid, "closing a superseded record")
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,7 +10,7 @@ import pytest
 from chronomem import Memory, SimClock
 from chronomem.errors import InvalidInputError, LLMResponseError
 from chronomem.llm import ScriptedLLM
-from chronomem.reflection.importance import HeuristicImportance, LLMImportance
+from chronomem.writing.importance import HeuristicImportance, LLMImportance
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from chronomem import Memory, SimClock
-from chronomem.stores._sql import SQLStore
+from chronomem.stores.sql import SQLStore
 from chronomem.stores.sqlite_schema import MIGRATIONS
 from chronomem.text import ANALYSER
 
@@ -135,7 +135,7 @@ def test_a_version_3_sqlite_store_moves_from_fts5_to_postings(db_path: Path) -> 
 
 
 def test_scores_do_not_depend_on_the_order_postings_arrive_in() -> None:
-    from chronomem.stores._sql import _bm25
+    from chronomem.stores.sql.fulltext import bm25 as _bm25
 
     rows = np.array(
         [[0, 7, 2, 5], [1, 7, 1, 5], [0, 3, 1, 2], [1, 9, 3, 8], [0, 9, 1, 8]], dtype=np.int64

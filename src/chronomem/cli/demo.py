@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from chronomem.cli.civilization import run_civilization
-from chronomem.cli.main import format_hit
+from chronomem.cli.render import format_hit
 from chronomem.clock import SimClock
 from chronomem.engine import Memory
 from chronomem.errors import ChronomemError, ConfigError
@@ -221,9 +221,13 @@ def _when(month: int, day: int) -> datetime:
     return datetime(Y, month, day, 9, tzinfo=UTC)
 
 
-def _ask(mem: Memory, question: str, **kwargs: object) -> None:
-    print(f"\n  Q: {question!r}" + (f"  {kwargs}" if kwargs else ""))
-    hits = mem.peek(question, agent=DEV, k=3, explain=True, **kwargs)
+def _ask(
+    mem: Memory, question: str, *, valid_at: datetime | None = None, as_of: datetime | None = None
+) -> None:
+    when = {"valid_at": valid_at, "as_of": as_of}
+    shown = {name: value for name, value in when.items() if value is not None}
+    print(f"\n  Q: {question!r}" + (f"  {shown}" if shown else ""))
+    hits = mem.peek(question, agent=DEV, k=3, explain=True, valid_at=valid_at, as_of=as_of)
     for i, hit in enumerate(hits, start=1):
         print("  " + format_hit(i, hit).replace("\n", "\n  "))
 
@@ -268,7 +272,7 @@ def _instructions_that_forget(path: Path, embedder: object) -> None:
         print("  Mar 04  feedback(retry, 'harmful'); wrote the investigate-first instruction")
 
         clock.set(_when(4, 22))
-        mem.close(pin, "libfoo 2.2 fixed the date-parsing bug", actor="ana")
+        mem.close_record(pin, "libfoo 2.2 fixed the date-parsing bug", actor="ana")
         print("  Apr 22  close(libfoo pin, 'libfoo 2.2 fixed the bug')")
 
         clock.set(_when(6, 2))

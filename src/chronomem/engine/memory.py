@@ -1,21 +1,473 @@
-"""The ``Memory`` facade: wires the clock, the store, the embedder and the scoring config.
+"""The ``Memory`` facade: one class whose public methods are the verbs.
 
-Reads follow DESIGN §2; writes DESIGN §3; the lifecycle §3; causal reads §4. The engine asks its
-clock for "now" once per call and passes instants down; scoring never reads a clock. The verbs
-are grouped by concept in the modules of this package; :class:`Memory` is all of them.
+Each verb checks its arguments, takes the handle's lock, reads the clock once and makes one call
+into the module that does the work (``engine/write.py``, ``read.py``, ``lifecycle.py``,
+``graph.py``, ``reflect.py``, ``transfer.py``), passing the instant down; scoring never reads a
+clock. Reads follow DESIGN §2, writes and the lifecycle §3, causal reads §4, reflection §5. The
+layout and a walk-through of one recall are in ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
-from chronomem.engine.importing import _Importing
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from chronomem.checks import (
+    number_in,
+    optional_instant,
+    optional_text,
+    positive_int,
+    require_text,
+    to_enum,
+)
+from chronomem.config import ReflectionConfig, ScoringConfig
+from chronomem.context.block import ContextBlock, TokenCounter, approximate_tokens
+from chronomem.engine import graph, lifecycle, reflect, transfer, write
+from chronomem.engine.reflect import ReflectionResult
+from chronomem.engine.view import MemoryView, Vector
+from chronomem.engine.write import record_fields
+from chronomem.errors import InvalidInputError
+from chronomem.llm.base import LLMClient
+from chronomem.model.audit import ForgetResult
+from chronomem.model.event import Event, EventKind, Link, Provenance
+from chronomem.model.record import Hit, Kind, Record, Sensitivity, WriteResult
+from chronomem.retrieval.options import ReadOptions
+from chronomem.transfer.archive import ImportReport
+from chronomem.transfer.generative_agents import GAImportReport
 
 __all__ = ["Memory"]
 
 
-class Memory(_Importing):
+class Memory(MemoryView):
     """A memory engine over one store and one space.
 
     Open with :meth:`open`; use as a context manager or call :meth:`close`. Each public call holds
     an internal lock, so a handle may be shared between threads; several processes may open the
-    same store.
+    same store. The read-only verbs (``peek``, ``get``, ``history``, ``audit``, ``ancestors``,
+    ``export``, ...) come from :class:`~chronomem.engine.view.MemoryView`.
     """
+
+    # -- writes (DESIGN §3) ---------------------------------------------------------------
+    def remember(
+        self, text: str, *, agent: str = "default", kind: Kind | str = Kind.OBSERVATION,
+        importance: float | None = None, occurred_at: datetime | None = None,
+        valid_from: datetime | None = None, valid_until: datetime | None = None,
+        domain: str | None = None, tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
+        event_id: str | None = None, supersedes: Sequence[str] = (),
+        sensitivity: Sensitivity | str = Sensitivity.NORMAL, embedding: Vector | None = None,
+        actor: str | None = None,
+    ) -> WriteResult:  # fmt: skip
+        """Store one record and return a :class:`WriteResult`.
+
+        ``recorded_at`` and the first ``last_accessed_at`` are the clock's now; ``occurred_at``
+        (world time) defaults to it. ``importance`` is 1..10; when omitted the configured scorer
+        gives it. ``embedding`` supplies the vector instead of the embedder (with
+        ``embedder=None`` the first vector fixes the store's dimension). ``supersedes`` closes
+        the named open records in the same transaction (see :meth:`supersede`). A fact or
+        instruction nearly duplicating an open one of the same agent and domain is not stored
+        (``stored=False``, ``duplicate_of``) unless it supersedes something.
+
+        Raises:
+            InvalidInputError: bad input; nothing is written.
+            NotFoundError: a cited, superseded or witnessed id does not exist in this space.
+            ConflictError: a superseded record is already closed.
+        """
+        return self.remember_many([record_fields(locals())], actor=actor)[0]
+
+    def remember_many(
+        self,
+        items: Iterable[str | Mapping[str, Any]],
+        *,
+        agent: str | None = None,
+        kind: Kind | str | None = None,
+        progress: bool = False,
+        actor: str | None = None,
+    ) -> list[WriteResult]:
+        """Store many records in one transaction, embedding them in batches.
+
+        Each item is a text or a mapping of :meth:`remember`'s keyword arguments; ``agent`` and
+        ``kind`` apply to the items that do not set them. Evidence may cite earlier items of the
+        batch. All or nothing: on any invalid item nothing is written and the error names its
+        position. Items the write gate refuses come back with ``stored=False``.
+        """
+        batch = write.batch_items(items, {"agent": agent, "kind": kind})
+        with self._call() as h:
+            now = h.now()
+            results = write.write(h, batch, now=now, progress=progress, actor=actor)
+            reflect.auto_reflect(h, (str(i.get("agent", "default")) for i in batch), now=now)
+            return results
+
+    def embed_passages(self, *, progress: bool = False, batch: int = 512) -> int:
+        """Backfill passage vectors: embed the sentences of every record of this space that has
+        a vector, several sentences and no passages yet (written before store version 5, with
+        ``passages=False``, or imported without them), ``batch`` records per transaction.
+        Returns how many records gained passages; every process's arrays pick them up on their
+        next read. Needs an embedder."""
+        with self._call() as h:
+            return write.embed_passages(h, progress=progress, batch=batch)
+
+    # -- reads (DESIGN §2) ----------------------------------------------------------------
+    def recall(
+        self, query: str, *, agent: str | None = None, agents: Sequence[str] | None = None,
+        k: int = 10, as_of: datetime | None = None, touch: bool = True,
+        query_embedding: Vector | None = None, explain: bool = False,
+        kinds: Iterable[Kind | str] | None = None, include_history: bool = False,
+        valid_at: datetime | None = None, preset: str | ScoringConfig | None = None,
+        crisis: str | None = None, asker: str | None = None, options: ReadOptions | None = None,
+    ) -> list[Hit]:  # fmt: skip
+        """The top ``k`` records for ``query`` at ``as_of`` (default: now), best first.
+
+        Args:
+            agent / agents: whose memories; neither means every agent in the space. Multi-agent
+                reads collapse records with the same normalised text into one hit listing every
+                holder.
+            touch: set ``last_accessed_at = as_of`` on the returned records, durably, in this
+                call (never moving it backwards). ``False`` is strictly read-only.
+            query_embedding: a precomputed query vector instead of the embedder's.
+            explain: attach a :class:`~chronomem.model.Breakdown` to each hit.
+            kinds: only these kinds are candidates.
+            include_history: closed and superseded records are candidates too.
+            valid_at: the world-time instant for validity windows (default ``as_of``).
+            preset: override the handle's preset for this call.
+            crisis: an event id: records tied to the crisis's causal ancestors are lifted even
+                when their text does not resemble the query (DESIGN §4). With an empty ``query``
+                the crisis's own text is the query.
+            asker: who asks, as a transcript speaker (the ``Name`` of records written as
+                ``"Name: words"``): a first-person query ("what do I ...") favours their lines.
+            options: all of the above as one :class:`~chronomem.ReadOptions` (as adapters build
+                it), instead of the keywords.
+
+        Hits show records as they were scored, before this call's touch. An empty candidate set
+        returns ``[]``.
+        """
+        embeddings = None if query_embedding is None else [query_embedding]
+        return self._read([query], embeddings, ReadOptions.from_arguments(locals()))[0]
+
+    def recall_many(
+        self, queries: Sequence[str], *, agent: str | None = None,
+        agents: Sequence[str] | None = None, k: int = 10, as_of: datetime | None = None,
+        touch: bool = True, query_embeddings: Sequence[Vector | None] | None = None,
+        explain: bool = False, kinds: Iterable[Kind | str] | None = None,
+        include_history: bool = False, valid_at: datetime | None = None,
+        preset: str | ScoringConfig | None = None, sequential: bool | None = None,
+        crisis: str | None = None, asker: str | None = None, options: ReadOptions | None = None,
+    ) -> list[list[Hit]]:  # fmt: skip
+        """Answer a batch of queries (one list of hits per query, in order), embedded in one
+        batch; the arguments are :meth:`recall`'s.
+
+        By default every query is scored against the same snapshot and the union of the hits is
+        touched once at the end. ``sequential=True`` touches after each query, so a later query
+        sees the earlier ones' touches — the Generative Agents code's behaviour, and the
+        ``generative-agents-code`` preset's default.
+        """
+        return self._read(queries, query_embeddings, ReadOptions.from_arguments(locals()))
+
+    # -- lifecycle (DESIGN §3) ------------------------------------------------------------
+    def supersede(
+        self, old_ids: str | Sequence[str], text: str, *, reason: str | None = None,
+        actor: str | None = None, agent: str | None = None, kind: Kind | str | None = None,
+        importance: float | None = None, occurred_at: datetime | None = None,
+        valid_from: datetime | None = None, valid_until: datetime | None = None,
+        domain: str | None = None, tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
+        event_id: str | None = None, sensitivity: Sensitivity | str | None = None,
+        embedding: Vector | None = None,
+    ) -> WriteResult:  # fmt: skip
+        """Store ``text`` as the replacement of ``old_ids`` and close them, atomically.
+
+        Each old record gets ``status="superseded"``, ``superseded_by`` the new id,
+        ``superseded_at`` now, and its world-time window ends where the new record's begins
+        (``valid_from``, default its ``occurred_at``). Old records stay readable by id, in
+        :meth:`history`, with ``include_history=True`` and at earlier ``as_of``. The new record
+        takes :meth:`remember`'s fields (agent, kind and domain default to the first old
+        record's) and skips the write gate.
+
+        Raises:
+            NotFoundError: an old id does not exist. ConflictError: one is already closed.
+        """
+        ids = [old_ids] if isinstance(old_ids, str) else list(old_ids)
+        if not ids:
+            raise InvalidInputError("supersede needs at least one old record id", field="old_ids")
+        fields = record_fields(locals())
+        with self._call() as h:
+            return lifecycle.supersede(h, ids, fields, now=h.now(), reason=reason, actor=actor)
+
+    def close_record(
+        self,
+        record_id: str,
+        reason: str,
+        *,
+        valid_until: datetime | None = None,
+        actor: str | None = None,
+    ) -> Record:
+        """Close a record without a successor: it stopped applying at ``valid_until`` (default
+        now). It stays readable by id, in history and in reads of earlier instants; the reason
+        is kept on the record and in the audit log. Records citing it are flagged.
+
+        Raises:
+            ConflictError: the record is already closed or superseded.
+        """
+        reason = require_text(reason, "reason")
+        until = optional_instant(valid_until, "valid_until")
+        with self._call() as h:
+            return lifecycle.close_record(
+                h, record_id, now=h.now(), reason=reason, valid_until=until, actor=actor
+            )
+
+    def verify(
+        self, record_id: str, *, actor: str | None = None, reason: str | None = None
+    ) -> Record:
+        """Confirm the record is still true: ``last_verified_at = now``, which resets its
+        staleness decay."""
+        with self._call() as h:
+            return lifecycle.verify(h, record_id, now=h.now(), actor=actor, reason=reason)
+
+    def feedback(
+        self,
+        record_id: str,
+        signal: str | float,
+        reason: str | None = None,
+        *,
+        actor: str | None = None,
+    ) -> Record:
+        """Rate a record: ``"helpful"`` (+1), ``"harmful"`` (-1) or a number in [-1, 1].
+
+        Ratings are appended to the audit log; their sum sets the feedback factor (DESIGN §2
+        step 5): a harmful rating ranks the record below an otherwise equal alternative. The
+        text never changes.
+        """
+        with self._call() as h:
+            return lifecycle.feedback(h, record_id, signal, now=h.now(), reason=reason, actor=actor)
+
+    def forget(
+        self, record_id: str, reason: str, *, purge: bool = False, actor: str | None = None
+    ) -> ForgetResult:
+        """Hard-delete a record — for secrets, personal data, and noise nothing depends on.
+
+        A record cited as evidence or in a supersession chain is not deleted:
+        :class:`DependentsExistError` names the dependants (close it instead). Records marked
+        ``secret`` or ``personal``, or ``purge=True``, are purged whatever depends on them: row,
+        vector and postings are deleted, freed pages are zeroed and the write-ahead log is
+        checkpointed and truncated; records citing it are flagged ``evidence_missing``. The
+        audit log keeps the id and the reason, never the content.
+        """
+        reason = require_text(reason, "reason")
+        with self._call() as h:
+            return lifecycle.forget(
+                h, record_id, now=h.now(), reason=reason, purge=purge, actor=actor
+            )
+
+    # -- causal graph (DESIGN §4) ---------------------------------------------------------
+    def add_event(
+        self,
+        text: str,
+        *,
+        occurred_at: datetime | None = None,
+        kind: EventKind | str = EventKind.HAPPENING,
+        scope: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        embedding: Vector | None = None,
+    ) -> Event:
+        """Add a node to the space-wide causal graph (a crisis, decision, outcome, happening).
+
+        ``scope`` groups events (an institution, a district) for the scope fallback of crisis
+        reads. The event is embedded like a record (or takes ``embedding``), so records can be
+        associated with it by similarity.
+        """
+        text = require_text(text, "text")
+        chosen = to_enum(EventKind, kind, "kind")
+        scope = optional_text(scope, "scope")
+        occurred = optional_instant(occurred_at, "occurred_at")
+        with self._call() as h:
+            return graph.add_event(
+                h, text, now=h.now(), occurred_at=occurred, kind=chosen, scope=scope,
+                metadata=metadata, embedding=embedding,
+            )  # fmt: skip
+
+    def link(
+        self,
+        cause: str,
+        effect: str,
+        weight: float = 1.0,
+        provenance: Provenance | str = Provenance.EXPLICIT,
+        *,
+        similarity: float | None = None,
+    ) -> Link:
+        """Add the causal link ``cause -> effect`` with a weight in (0, 1] (how strong the
+        evidence is that the cause led to the effect). An explicit link replaces an inferred one
+        of the same pair; an inferred link never replaces an explicit one (the explicit link is
+        returned unchanged).
+
+        Raises:
+            NotFoundError: either event does not exist. InvalidInputError: a self-link, or a
+            weight outside (0, 1].
+        """
+        chosen = to_enum(Provenance, provenance, "provenance")
+        weight = number_in(weight, "weight", 0.0, 1.0, low_open=True)
+        if cause == effect:
+            raise InvalidInputError(f"an event cannot cause itself ({cause})", field="effect")
+        with self._call() as h:
+            return graph.link(
+                h, cause, effect, now=h.now(), weight=weight, provenance=chosen,
+                similarity=similarity,
+            )  # fmt: skip
+
+    def unlink(self, cause: str, effect: str) -> bool:
+        """Remove the link ``cause -> effect``; returns whether there was one."""
+        with self._call() as h:
+            return h.store.delete_link(h.space, cause, effect)
+
+    def auto_link(
+        self,
+        event_id: str,
+        *,
+        window: timedelta = timedelta(days=30),
+        threshold: float | None = None,
+        weight_scale: float = 0.5,
+    ) -> list[Link]:
+        """Propose ``inferred`` links into ``event_id`` from events that occurred in the
+        ``window`` before it and whose cosine similarity to it is at or above ``threshold``
+        (default: the preset's per-embedder association threshold). The weight,
+        ``weight_scale × similarity`` (at most 0.5 by default), says how weak this evidence is
+        next to an explicit link. Never a self-link; existing explicit links are left alone.
+        Returns the links written.
+
+        Raises:
+            ConfigError: the events have no vectors (open the store with an embedder).
+        """
+        if window <= timedelta():
+            raise InvalidInputError("window must be positive", field="window")
+        weight_scale = number_in(weight_scale, "weight_scale", 0.0, 1.0, low_open=True)
+        with self._call() as h:
+            limit = (
+                h.preset.causal.association_threshold(h.meta.model)
+                if threshold is None
+                else threshold
+            )
+            return graph.auto_link(
+                h, event_id, now=h.now(), window=window, threshold=limit,
+                weight_scale=weight_scale,
+            )  # fmt: skip
+
+    def context(
+        self,
+        query: str | None = None,
+        *,
+        agent: str | None = None,
+        agents: Sequence[str] | None = None,
+        crisis: str | None = None,
+        k: int = 12,
+        budget_tokens: int | None = None,
+        as_of: datetime | None = None,
+        touch: bool = True,
+        preset: str | ScoringConfig | None = None,
+        count_tokens: TokenCounter = approximate_tokens,
+    ) -> ContextBlock:
+        """A prompt-ready block: the question, the ranked evidence (holders, date, importance,
+        id, lifecycle markers) and, with a ``crisis``, the causal chain from root to crisis with
+        link weights — as ``.text`` and as data.
+
+        ``budget_tokens`` caps the text (counted by ``count_tokens``): the lowest-ranked
+        evidence and the causes farthest from the crisis are dropped first, the proximate causes
+        last. With an empty ``query`` the crisis's text is the question. ``touch`` as in
+        :meth:`recall`.
+        """
+        if budget_tokens is not None:
+            positive_int(budget_tokens, "budget_tokens")
+        if not (query and query.strip()) and crisis is None:
+            raise InvalidInputError("context needs a query or a crisis", field="query")
+        options = ReadOptions.from_arguments(locals())
+        with self._call() as h:
+            return graph.context(
+                h, query, options, now=h.now(), budget_tokens=budget_tokens,
+                count_tokens=count_tokens,
+            )  # fmt: skip
+
+    # -- reflection (DESIGN §5) -----------------------------------------------------------
+    def maybe_reflect(
+        self, agent: str, *, llm: LLMClient | None = None, as_of: datetime | None = None
+    ) -> ReflectionResult | None:
+        """Reflect if the agent's accumulated importance reached the threshold (the paper: 150);
+        otherwise return ``None``."""
+        agent = require_text(agent, "agent")
+        at = optional_instant(as_of, "as_of")
+        with self._call() as h:
+            if not reflect.is_due(h, agent):
+                return None
+            return reflect.reflect(
+                h, agent, now=h.now(), llm=llm, as_of=at, touch=None, config=None
+            )
+
+    def reflect(
+        self,
+        agent: str,
+        *,
+        llm: LLMClient | None = None,
+        as_of: datetime | None = None,
+        touch: bool | None = None,
+        config: ReflectionConfig | None = None,
+    ) -> ReflectionResult:
+        """Reflect now (Park et al. 2023 §4.2): ask for focal questions about the agent's recent
+        records, retrieve evidence for each, ask for insights citing that evidence by number,
+        validate every answer (citations in range, at least one per insight, no repeats, no more
+        than asked) and retry with the reasons when it fails. The insights are stored in one
+        transaction as ``reflection`` records whose ``evidence`` holds the cited ids (depth 1 +
+        the deepest cited record), each with its question and support scores in ``metadata``;
+        the agent's accumulated importance is reset in the same transaction.
+
+        Args:
+            llm: the model (default: the one given to :meth:`open`).
+            as_of: the instant reflected at (default now); only records visible then are used.
+            touch: whether evidence retrieval touches what it returns (default: the config's,
+                read-only).
+
+        Raises:
+            ConfigError: no LLM. ReflectionError: invalid answers after every retry, the model
+            unreachable, or no records to reflect on — and nothing was stored.
+        """
+        agent = require_text(agent, "agent")
+        at = optional_instant(as_of, "as_of")
+        with self._call() as h:
+            return reflect.reflect(
+                h, agent, now=h.now(), llm=llm, as_of=at, touch=touch, config=config
+            )
+
+    # -- moving data in and out (DESIGN §6) -----------------------------------------------
+    def import_(self, path: str | os.PathLike[str]) -> ImportReport:
+        """Load a JSONL archive into this space, ids preserved, in one transaction.
+
+        Every line is validated and every reference (evidence, supersedes, superseded_by, link
+        ends) must resolve to the archive or this space. On any problem nothing is written.
+
+        Raises:
+            InvalidInputError: malformed lines or dangling references, listed by line.
+            ConflictError: an id in the archive already exists in the store.
+            EmbedderMismatchError: the archive's vectors come from another embedder.
+        """
+        with self._call() as h:
+            return transfer.import_archive(h, path)
+
+    def import_generative_agents(
+        self,
+        persona_dir: str | os.PathLike[str],
+        agent: str | None = None,
+        *,
+        progress: bool = False,
+    ) -> GAImportReport:
+        """Import a Generative Agents persona's ``associative_memory/`` folder (the persona
+        folder, its ``bootstrap_memory/``, or the folder itself) as ``agent`` (default: the
+        scratch file's name), in one transaction.
+
+        Events become observations, chats chats, thoughts with evidence reflections (their
+        ``filling`` mapped to the new ids) and others thoughts; ``created`` (read as UTC) is when
+        each was recorded and last accessed; poignancy is importance; the original node id stays
+        in ``metadata["ga_node_id"]``. With an embedder the texts are re-embedded; without one,
+        the file's vectors are used when their dimension fits the store. The report lists, by
+        node id, everything the import could not carry over exactly.
+        """
+        agent = optional_text(agent, "agent")
+        with self._call() as h:
+            return transfer.import_generative_agents(h, persona_dir, agent, progress=progress)

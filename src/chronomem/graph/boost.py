@@ -12,13 +12,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
-import numpy.typing as npt
+
+from chronomem.arrays import F32, F64, I64, Rows
 
 __all__ = ["Association", "Boost", "CausalEvent", "association", "causal_boost", "event_matrix"]
-
-F32 = npt.NDArray[np.float32]
-F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
 
 
 class Association(StrEnum):
@@ -54,7 +51,7 @@ class Boost:
 
     value: F64
     parts: tuple[F32, ...]
-    offsets: npt.NDArray[np.intp]
+    offsets: Rows
 
     def event(self, row: int) -> int:
         """Index of the causal event that gave ``row`` its boost, or -1."""

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import numpy.typing as npt
 
+from chronomem.arrays import F64, I64
 from chronomem.config import LifecycleConfig
 from chronomem.errors import ConflictError, InvalidInputError
 from chronomem.model.audit import Closure
@@ -31,8 +32,6 @@ __all__ = [
     "signal_value",
 ]
 
-F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
 _ONE_US = timedelta(microseconds=1)
 
 

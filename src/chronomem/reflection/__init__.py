@@ -1,1 +1,1 @@
-"""Reflection (DESIGN §5): importance scoring, prompts, and validation of the model's answers."""
+"""Reflection (DESIGN §5): the prompts and the validation of the model's answers."""

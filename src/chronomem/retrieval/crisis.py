@@ -8,9 +8,9 @@ from datetime import datetime
 from chronomem.clock import to_micros
 from chronomem.config import CausalConfig
 from chronomem.graph.ancestry import Reach, traverse
-from chronomem.graph.crisis import causal_events
+from chronomem.graph.causal_events import causal_events
 from chronomem.model.event import Event, Link
-from chronomem.retrieval.recall import Crisis
+from chronomem.retrieval.query import Crisis
 from chronomem.stores.base import MemoryStore
 
 __all__ = ["build_crisis", "graph_at"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from chronomem.arrays import F32, Rows
 from chronomem.errors import StoreError
 from chronomem.model.record import Kind
 from chronomem.stores.base import NEVER, SINCE_EVER, MemoryStore, RecordColumns
@@ -37,8 +38,6 @@ class Bounds:
 
 
 _ID_DTYPE = np.dtype("<U26")
-
-F32 = npt.NDArray[np.float32]
 
 
 def _unit_rows(vectors: F32) -> F32:
@@ -90,7 +89,7 @@ class AgentArrays:
         self.emb: F32 | None = None if dim is None else np.zeros((cap, dim), dtype=np.float32)
         self.pn = 0
         self.pemb: F32 | None = None
-        self.powner: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+        self.powner: Rows = np.zeros(0, dtype=np.intp)
         self.texts: list[str] = []
         self.domains: list[str | None] = []
         self.event_ids: list[str | None] = []
@@ -137,9 +136,7 @@ class AgentArrays:
         self.dim = dim
         self.emb = np.zeros((self.capacity, dim), dtype=np.float32)
 
-    def _write_rows(
-        self, at: npt.NDArray[np.intp], cols: RecordColumns, rows: npt.NDArray[np.intp]
-    ) -> None:
+    def _write_rows(self, at: Rows, cols: RecordColumns, rows: Rows) -> None:
         self._bounds = None
         for name in (*self._I64_FIELDS, *self._F64_FIELDS):
             getattr(self, name)[at] = getattr(cols, name)[rows]
@@ -149,7 +146,7 @@ class AgentArrays:
             assert self.emb is not None
             self.emb[at] = _unit_rows(cols.embeddings[rows])
 
-    def _append_passages(self, cols: RecordColumns, rows: npt.NDArray[np.intp], start: int) -> None:
+    def _append_passages(self, cols: RecordColumns, rows: Rows, start: int) -> None:
         mats = [(start + k, cols.passages[i]) for k, i in enumerate(rows.tolist())]
         self._add_passages([(owner, m) for owner, m in mats if m is not None and m.shape[0]])
 
@@ -177,7 +174,7 @@ class AgentArrays:
             self.powner[:end] = self.powner[:end][order]
         self.pn = end
 
-    def append(self, cols: RecordColumns, rows: npt.NDArray[np.intp]) -> None:
+    def append(self, cols: RecordColumns, rows: Rows) -> None:
         """Append ``rows`` of ``cols`` (their keys must be larger than every key held)."""
         if rows.size == 0:
             return
@@ -203,7 +200,7 @@ class AgentArrays:
             raise StoreError("store keys are not increasing; the in-memory index is out of sync")
         self._derived.clear()
 
-    def update(self, cols: RecordColumns, rows: npt.NDArray[np.intp]) -> None:
+    def update(self, cols: RecordColumns, rows: Rows) -> None:
         """Overwrite the mutable columns of rows already held (texts and kinds never change;
         passages only arrive, by a backfill, for rows that had none)."""
         at = np.fromiter((self.position[cols.ids[i]] for i in rows), dtype=np.intp, count=rows.size)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from chronomem.arrays import F64, I64, Mask
+
 __all__ = [
     "Affine",
     "elapsed_recency",
@@ -21,10 +23,6 @@ __all__ = [
     "minmax",
     "ordinal_recency",
 ]
-
-F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
-Mask = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from datetime import timedelta
 import numpy as np
 import numpy.typing as npt
 
+from chronomem.arrays import F64, I64, Mask, Rows
 from chronomem.config import Fusion, Normalisation, RecencyMode, RelevanceMode, ScoringConfig
 from chronomem.scoring.components import (
     IDENTITY,
@@ -27,9 +28,6 @@ from chronomem.scoring.components import (
 
 __all__ = ["Candidates", "Components", "Scores", "effective_relevance", "rank", "score"]
 
-F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
-Mask = npt.NDArray[np.bool_]
 _ONE_US = timedelta(microseconds=1)
 
 
@@ -222,7 +220,7 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
     )
 
 
-def rank(final: F64, recorded_at: I64, ids: npt.NDArray[np.str_], k: int) -> npt.NDArray[np.intp]:
+def rank(final: F64, recorded_at: I64, ids: npt.NDArray[np.str_], k: int) -> Rows:
     """Row positions of the top ``k`` candidates: final desc, recorded_at desc, id asc.
 
     Rows whose score is ``-inf`` are not candidates. Every row tied with the k-th score takes part

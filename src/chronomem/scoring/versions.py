@@ -13,15 +13,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
-import numpy.typing as npt
 
+from chronomem.arrays import F32, F64, I64
 from chronomem.config import VersionConfig
 
 __all__ = ["VersionAdjustment", "adjust_versions"]
 
-F32 = npt.NDArray[np.float32]
-F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
 _ONE_US = timedelta(microseconds=1)
 
 

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from chronomem.arrays import F32, F64, I64
 from chronomem.model.audit import AuditEntry, Closure
 from chronomem.model.event import Event, Link
 from chronomem.model.record import Record
@@ -34,10 +35,6 @@ __all__ = [
 # valid_from / never verified" is SINCE_EVER. Chosen so plain comparisons implement the semantics.
 NEVER = np.iinfo(np.int64).max
 SINCE_EVER = np.iinfo(np.int64).min
-
-I64 = npt.NDArray[np.int64]
-F64 = npt.NDArray[np.float64]
-F32 = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

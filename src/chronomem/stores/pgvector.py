@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from chronomem.arrays import I64
 from chronomem.errors import ConfigError, StoreError
-from chronomem.stores.base import I64
 
 if TYPE_CHECKING:
     from chronomem.stores.postgres import PostgresStore

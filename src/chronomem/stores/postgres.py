@@ -1,7 +1,7 @@
 """The server store: PostgreSQL through psycopg 3 (DESIGN §6), for many processes and machines.
 
 The same contract and the same SQL as :class:`~chronomem.stores.sqlite.SQLiteStore` (see
-``stores/_sql.py``); the differences are the dialect hooks below. Writers take the space's row
+``stores/sql/``); the differences are the dialect hooks below. Writers take the space's row
 in ``spaces`` first, so writes to one space are serialised and committed in ``change_seq``
 order; reads run in ``REPEATABLE READ`` snapshots.
 
@@ -24,12 +24,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
+from chronomem.arrays import I64
 from chronomem.clock import from_micros, to_micros
 from chronomem.errors import ConfigError, StoreError
-from chronomem.stores._sql import Cursor, SQLStore
-from chronomem.stores.base import I64
 from chronomem.stores.pgvector import VectorIndex
 from chronomem.stores.postgres_schema import PG_MIGRATIONS
+from chronomem.stores.sql import Cursor, SQLStore
 
 __all__ = ["PostgresStore", "redact", "scratch_database"]
 

@@ -3,7 +3,7 @@
 Instants are ``timestamptz`` (microsecond precision, like the API); embeddings ``bytea`` holding
 little-endian float32 exactly as given; JSON columns are text with the same content as in SQLite,
 so both stores read and write them with the same code. Full text is the ``postings`` table both
-stores share (chronomem's analyser, BM25 in numpy; see ``stores/_sql.py``), its primary key
+stores share (chronomem's analyser, BM25 in numpy; see ``stores/sql/``), its primary key
 covering every column a query reads. Text columns use the "C" collation: comparisons and
 ``ORDER BY`` follow code points, as in SQLite, whatever the database's locale (and B-tree lookups
 are faster).
@@ -11,7 +11,7 @@ are faster).
 
 from __future__ import annotations
 
-from chronomem.stores._sql import Migration
+from chronomem.stores.sql import Migration
 
 __all__ = ["PG_MIGRATIONS"]
 

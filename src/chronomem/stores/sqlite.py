@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from chronomem.errors import StoreError
-from chronomem.stores._sql import Cursor, SQLStore
+from chronomem.stores.sql import Cursor, SQLStore
 from chronomem.stores.sqlite_schema import MIGRATIONS
 
 __all__ = ["SQLiteStore"]

@@ -3,12 +3,12 @@
 A migration is a tuple of statements run in one transaction. Never edit a released migration;
 append a new one. Instants are INTEGER microseconds since the Unix epoch (exact round trip);
 embeddings are little-endian float32 BLOBs; JSON columns hold lists and objects. Full text is a
-``postings`` table shared in shape with PostgreSQL (see ``stores/_sql.py``).
+``postings`` table shared in shape with PostgreSQL (see ``stores/sql/``).
 """
 
 from __future__ import annotations
 
-from chronomem.stores._sql import Migration
+from chronomem.stores.sql import Migration
 
 __all__ = ["MIGRATIONS", "Migration"]
 

@@ -6,17 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
+from chronomem.arrays import F32
 from chronomem.config import WriteGate
 from chronomem.model.record import Record
+from chronomem.retrieval.columns import columns, visible
 from chronomem.retrieval.index import AgentArrays
-from chronomem.retrieval.recall import columns, visible
 from chronomem.text import dedup_key
 
-__all__ = ["Duplicate", "find_duplicate"]
-
-F32 = npt.NDArray[np.float32]
+__all__ = ["Duplicate", "find_duplicate", "same_batch_duplicate"]
 
 
 @dataclass(frozen=True, slots=True)

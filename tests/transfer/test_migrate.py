@@ -11,8 +11,8 @@ import pytest
 from chronomem import ConflictError, InvalidInputError, Memory, NotFoundError, SimClock, migrate
 from chronomem.cli.main import main
 
-from .conftest import T0, FixedEmbedder, unit
-from .scenario import dump, populate, populate_graph
+from ..conftest import T0, FixedEmbedder, unit
+from ..scenario import dump, populate, populate_graph
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:

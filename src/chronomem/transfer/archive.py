@@ -13,33 +13,35 @@ space twice, or after a migration to another store, gives identical bytes.
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import os
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from chronomem.clock import require_aware
+from chronomem.arrays import F32
+from chronomem.checks import (
+    number_in,
+    require_text,
+)
 from chronomem.embedders.base import Embedder
 from chronomem.errors import ConflictError, EmbedderMismatchError, InvalidInputError
 from chronomem.model.audit import AuditEntry
-from chronomem.model.event import Event, EventKind, Link, Provenance
-from chronomem.model.record import (
-    INSTANT_FIELDS,
-    EvidenceStatus,
-    Kind,
-    Record,
-    Sensitivity,
-    Status,
-)
+from chronomem.model.event import Event, Link
 from chronomem.stores.base import EmbeddingMeta, MemoryStore, StoredRecord
+from chronomem.transfer.lines import (
+    agent_to_json,
+    audit_from_json,
+    audit_to_json,
+    event_from_json,
+    event_to_json,
+    link_from_json,
+    link_to_json,
+    record_from_json,
+    record_to_json,
+)
 
 __all__ = [
     "FORMAT",
@@ -49,15 +51,12 @@ __all__ = [
     "export_space",
     "import_space",
     "read_archive",
-    "record_from_json",
-    "record_to_json",
     "write_archive",
 ]
 
 FORMAT = "chronomem"
 VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
-ID_PATTERN = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,243 +86,6 @@ class ImportReport:
     events: int = 0
     links: int = 0
     problems: tuple[str, ...] = field(default=())
-
-
-def _iso(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat(timespec="microseconds")
-
-
-def record_to_json(item: StoredRecord) -> dict[str, Any]:
-    r = item.record
-    out: dict[str, Any] = {"type": "record"}
-    for name, value in r.to_dict().items():
-        if name in {"has_embedding", "space"}:
-            continue
-        out[name] = value
-    for name in INSTANT_FIELDS:
-        out[name] = _iso(getattr(r, name))
-    out["embedding"] = _vector_to_json(item.embedding)
-    if item.passages is not None:
-        out["passages"] = _vector_to_json(item.passages)
-    return out
-
-
-def _vector_to_json(vector: np.ndarray | None) -> str | None:
-    if vector is None:
-        return None
-    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
-
-
-def _vector_from_json(
-    obj: dict[str, Any], dim: int | None, name: str = "embedding"
-) -> np.ndarray | None:
-    if obj.get(name) is None:
-        return None
-    if not isinstance(obj[name], str):
-        raise ValueError(f"{name} must be a base64 string")
-    raw = base64.b64decode(obj[name], validate=True)
-    vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
-    if dim is not None and vector.shape[0] != dim:
-        raise ValueError(f"{name} has length {vector.shape[0]}, expected {dim}")
-    if not np.all(np.isfinite(vector)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return vector
-
-
-def _passages_from_json(obj: dict[str, Any], embedding: np.ndarray | None) -> np.ndarray | None:
-    """A record line's passage vectors: rows as wide as its embedding."""
-    flat = _vector_from_json(obj, None, "passages")
-    if flat is None:
-        return None
-    width = 0 if embedding is None else embedding.shape[0]
-    if not width or flat.shape[0] % width:
-        raise ValueError(f"passages hold {flat.shape[0]} floats: not rows of the embedding's width")
-    return flat.reshape(-1, width)
-
-
-def _id(obj: dict[str, Any], name: str = "id") -> str:
-    value = obj.get(name)
-    if not isinstance(value, str) or not ID_PATTERN.match(value):
-        raise ValueError(f"{name} must be a 26-character chronomem id; got {value!r}")
-    return value
-
-
-def _text(obj: dict[str, Any], name: str) -> str:
-    value = obj.get(name)
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name} must be a non-empty string")
-    return value
-
-
-def _object(obj: dict[str, Any], name: str) -> dict[str, Any]:
-    value = obj.get(name, {})
-    if not isinstance(value, dict):
-        raise ValueError(f"{name} must be an object")
-    return value
-
-
-def _number(obj: dict[str, Any], name: str, low: float, high: float) -> float:
-    value = obj.get(name)
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not low <= value <= high
-    ):
-        raise ValueError(f"{name} must be a number in {low:g}..{high:g}; got {value!r}")
-    return float(value)
-
-
-def _instant(obj: dict[str, Any], name: str, *, required: bool) -> datetime | None:
-    value = obj.get(name)
-    if value is None:
-        if required:
-            raise ValueError(f"{name} is missing")
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} is not an ISO 8601 instant: {value!r}") from None
-    return require_aware(parsed, name)
-
-
-def _str_tuple(obj: dict[str, Any], name: str) -> tuple[str, ...]:
-    value = obj.get(name, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"{name} must be a list of strings")
-    return tuple(value)
-
-
-def record_from_json(obj: dict[str, Any], *, space: str, dim: int | None) -> StoredRecord:
-    """Parse one record line; raises ``ValueError`` (or ``InvalidInputError``) saying what is
-    wrong."""
-    rid = _id(obj)
-    text = _text(obj, "text")
-    agent = _text(obj, "agent")
-    importance = _number(obj, "importance", 1, 10)
-    metadata = _object(obj, "metadata")
-    embedding = _vector_from_json(obj, dim)
-    record = Record(
-        id=rid,
-        space=space,
-        agent=agent,
-        kind=Kind(str(obj.get("kind"))),
-        text=text,
-        importance=importance,
-        occurred_at=_instant(obj, "occurred_at", required=True),  # type: ignore[arg-type]
-        recorded_at=_instant(obj, "recorded_at", required=True),  # type: ignore[arg-type]
-        last_accessed_at=_instant(obj, "last_accessed_at", required=True),  # type: ignore[arg-type]
-        last_verified_at=_instant(obj, "last_verified_at", required=False),
-        valid_from=_instant(obj, "valid_from", required=False),
-        valid_until=_instant(obj, "valid_until", required=False),
-        status=Status(obj.get("status", "open")),
-        superseded_by=obj.get("superseded_by"),
-        superseded_at=_instant(obj, "superseded_at", required=False),
-        valid_until_before=_instant(obj, "valid_until_before", required=False),
-        closed_reason=obj.get("closed_reason"),
-        supersedes=_str_tuple(obj, "supersedes"),
-        domain=obj.get("domain"),
-        tags=_str_tuple(obj, "tags"),
-        metadata=metadata,
-        evidence=_str_tuple(obj, "evidence"),
-        depth=int(obj.get("depth", 0)),
-        event_id=obj.get("event_id"),
-        sensitivity=Sensitivity(obj.get("sensitivity", "normal")),
-        evidence_status=EvidenceStatus(obj.get("evidence_status", "ok")),
-        feedback_score=float(obj.get("feedback_score", 0.0)),
-        has_embedding=embedding is not None,
-    )
-    return StoredRecord(
-        record=record, embedding=embedding, passages=_passages_from_json(obj, embedding)
-    )
-
-
-def audit_to_json(entry: AuditEntry) -> dict[str, Any]:
-    out = entry.to_dict()
-    del out["seq"]  # store-local; the order of the lines keeps the sequence
-    out["at"] = _iso(entry.at)
-    return {"type": "audit", **out}
-
-
-def audit_from_json(obj: dict[str, Any]) -> AuditEntry:
-    return AuditEntry(
-        seq=0,
-        at=_instant(obj, "at", required=True),  # type: ignore[arg-type]
-        action=_text(obj, "action"),
-        record_id=_text(obj, "record_id"),
-        actor=obj.get("actor"),
-        reason=obj.get("reason"),
-        detail=_object(obj, "detail"),
-    )
-
-
-def event_to_json(event: Event, embedding: np.ndarray | None) -> dict[str, Any]:
-    return {
-        "type": "event",
-        "id": event.id,
-        "text": event.text,
-        "kind": event.kind.value,
-        "scope": event.scope,
-        "occurred_at": _iso(event.occurred_at),
-        "recorded_at": _iso(event.recorded_at),
-        "metadata": dict(event.metadata),
-        "embedding": _vector_to_json(embedding),
-    }
-
-
-def event_from_json(
-    obj: dict[str, Any], *, space: str, dim: int | None
-) -> tuple[Event, np.ndarray | None]:
-    embedding = _vector_from_json(obj, dim)
-    scope = obj.get("scope")
-    if scope is not None and (not isinstance(scope, str) or not scope.strip()):
-        raise ValueError("scope must be a non-empty string or null")
-    event = Event(
-        id=_id(obj),
-        space=space,
-        text=_text(obj, "text"),
-        kind=EventKind(str(obj.get("kind"))),
-        scope=scope,
-        occurred_at=_instant(obj, "occurred_at", required=True),  # type: ignore[arg-type]
-        recorded_at=_instant(obj, "recorded_at", required=True),  # type: ignore[arg-type]
-        metadata=_object(obj, "metadata"),
-        has_embedding=embedding is not None,
-    )
-    return event, embedding
-
-
-def link_to_json(link: Link) -> dict[str, Any]:
-    return {
-        "type": "link",
-        "cause": link.cause,
-        "effect": link.effect,
-        "weight": link.weight,
-        "provenance": link.provenance.value,
-        "similarity": link.similarity,
-        "created_at": _iso(link.created_at),
-    }
-
-
-def link_from_json(obj: dict[str, Any]) -> Link:
-    cause, effect = _id(obj, "cause"), _id(obj, "effect")
-    if cause == effect:
-        raise ValueError(f"an event cannot cause itself ({cause})")
-    weight = _number(obj, "weight", 0, 1)
-    if weight == 0:
-        raise ValueError("weight must be in (0, 1]; got 0")
-    similarity = obj.get("similarity")
-    return Link(
-        cause=cause,
-        effect=effect,
-        weight=weight,
-        provenance=Provenance(str(obj.get("provenance"))),
-        similarity=None if similarity is None else _number(obj, "similarity", -1, 1),
-        created_at=_instant(obj, "created_at", required=True),  # type: ignore[arg-type]
-    )
-
-
-def agent_to_json(agent: str, accumulated: float) -> dict[str, Any]:
-    return {"type": "agent", "agent": agent, "importance_accumulated": accumulated}
 
 
 def write_archive(
@@ -469,7 +231,7 @@ class _Contents:
 
     records: list[StoredRecord] = field(default_factory=list)
     audit: list[AuditEntry] = field(default_factory=list)
-    events: list[tuple[Event, np.ndarray | None]] = field(default_factory=list)
+    events: list[tuple[Event, F32 | None]] = field(default_factory=list)
     links: list[tuple[int, Link]] = field(default_factory=list)
     agents: dict[str, float] = field(default_factory=dict)
     line_of: dict[str, int] = field(default_factory=dict)
@@ -491,17 +253,19 @@ class _Contents:
         elif kind == "link":
             self.links.append((number, link_from_json(obj)))
         elif kind == "agent":
-            agent = _text(obj, "agent")
+            agent = require_text(obj.get("agent"), "agent")
             if agent in self.agents:
-                raise ValueError(f"agent {agent!r} appears twice")
-            self.agents[agent] = _number(obj, "importance_accumulated", 0, math.inf)
+                raise InvalidInputError(f"agent {agent!r} appears twice", field="agent")
+            self.agents[agent] = number_in(
+                obj.get("importance_accumulated"), "importance_accumulated", 0, math.inf
+            )
         else:
-            raise ValueError(f"unknown line type {kind!r}")
+            raise InvalidInputError(f"unknown line type {kind!r}", field="type")
 
 
 def _claim(line_of: dict[str, int], number: int, rid: str) -> None:
     if rid in line_of:
-        raise ValueError(f"id {rid} repeats line {line_of[rid]}")
+        raise InvalidInputError(f"id {rid} repeats line {line_of[rid]}", field="id")
     line_of[rid] = number
 
 
@@ -533,7 +297,7 @@ def import_space(
     for number, obj in lines:
         try:
             contents.add(number, obj, space, meta_after.dim)
-        except (ValueError, InvalidInputError) as exc:
+        except InvalidInputError as exc:
             label = obj.get("id", obj.get("record_id", obj.get("agent")))
             contents.problems.append(f"line {number} (id {label!r}): {exc}")
     problems = contents.problems

@@ -1,39 +1,32 @@
-"""Validation of writes: raw ``remember`` arguments become complete records or a typed error.
+"""Drafts: raw ``remember`` arguments become complete, validated records or a typed error.
 
-Pure apart from what the caller passes in (the clock's now, the id factory, the records that
-evidence and supersession name). Nothing here touches the store.
+Pure apart from what the caller passes in (the clock's now, the id factory, the depths of the
+records that evidence names). Nothing here touches the store.
 """
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
-from chronomem.clock import require_aware
+from chronomem.arrays import F32
+from chronomem.checks import (
+    metadata_dict,
+    number_in,
+    optional_instant,
+    optional_text,
+    require_text,
+    string_tuple,
+    to_enum,
+)
 from chronomem.embedders.base import as_vector
 from chronomem.errors import InvalidInputError, NotFoundError
-from chronomem.model.event import EventKind, Provenance
 from chronomem.model.ids import IdFactory
 from chronomem.model.record import Kind, Record, Sensitivity
 
-__all__ = [
-    "DEFAULT_IMPORTANCE",
-    "REMEMBER_FIELDS",
-    "Draft",
-    "build_drafts",
-    "metadata_dict",
-    "optional_instant",
-    "require_text",
-    "string_tuple",
-    "to_enum",
-]
+__all__ = ["DEFAULT_IMPORTANCE", "REMEMBER_FIELDS", "Draft", "build_drafts", "check_importance"]
 
 #: A placeholder importance for drafts written without one, replaced by the configured scorer.
 DEFAULT_IMPORTANCE = 5.0
@@ -58,9 +51,6 @@ REMEMBER_FIELDS = frozenset(
     }
 )
 
-F32 = npt.NDArray[np.float32]
-_E = TypeVar("_E", Kind, Sensitivity, EventKind, Provenance)
-
 
 @dataclass(frozen=True, slots=True)
 class Draft:
@@ -74,62 +64,9 @@ class Draft:
     passages: F32 | None = None
 
 
-def require_text(value: object, name: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInputError(f"{name} must be a non-empty string", field=name)
-    return value
-
-
-def optional_instant(value: object, name: str) -> datetime | None:
-    return None if value is None else require_aware(value, name)
-
-
-def _importance(value: object) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not 1 <= value <= 10
-    ):
-        raise InvalidInputError(
-            f"importance must be a number from 1 (mundane) to 10 (life-changing); got {value!r}",
-            field="importance",
-        )
-    return float(value)
-
-
-def to_enum(enum: type[_E], value: object, name: str) -> _E:
-    try:
-        return enum(value)  # type: ignore[arg-type]
-    except ValueError:
-        choices = ", ".join(e.value for e in enum)
-        raise InvalidInputError(
-            f"{name} must be one of {choices}; got {value!r}", field=name
-        ) from None
-
-
-def string_tuple(value: object, name: str) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise InvalidInputError(f"{name} must be a list of strings", field=name)
-    items = tuple(value)
-    if not all(isinstance(v, str) and v for v in items):
-        raise InvalidInputError(f"{name} must contain only non-empty strings", field=name)
-    return items
-
-
-def metadata_dict(value: object) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise InvalidInputError("metadata must be a mapping", field="metadata")
-    metadata = dict(value)
-    try:
-        json.dumps(metadata, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(
-            f"metadata must be JSON-serialisable: {exc}", field="metadata"
-        ) from None
-    return metadata
+def check_importance(value: object) -> float:
+    """An importance: a number from 1 (mundane) to 10 (life-changing)."""
+    return number_in(value, "importance", 1, 10, what="from 1 (mundane) to 10 (life-changing)")
 
 
 def _draft(
@@ -145,7 +82,7 @@ def _draft(
     agent = require_text(item.get("agent", "default"), "agent")
     kind = to_enum(Kind, item.get("kind", Kind.OBSERVATION), "kind")
     needs_importance = item.get("importance") is None
-    importance = DEFAULT_IMPORTANCE if needs_importance else _importance(item["importance"])
+    importance = DEFAULT_IMPORTANCE if needs_importance else check_importance(item["importance"])
     occurred_at = optional_instant(item.get("occurred_at"), "occurred_at") or now
     supersedes = tuple(dict.fromkeys(string_tuple(item.get("supersedes", ()), "supersedes")))
     valid_from = optional_instant(item.get("valid_from"), "valid_from")
@@ -155,18 +92,14 @@ def _draft(
     valid_until = optional_instant(item.get("valid_until"), "valid_until")
     if valid_from and valid_until and valid_until <= valid_from:
         raise InvalidInputError("valid_until must be after valid_from", field="valid_until")
-    domain = item.get("domain")
-    if domain is not None:
-        domain = require_text(domain, "domain")
+    domain = optional_text(item.get("domain"), "domain")
     evidence = string_tuple(item.get("evidence", ()), "evidence")
     for cited in evidence:
         if cited not in depth_of:
             raise NotFoundError(
                 f"evidence {cited!r} does not exist in space {space!r}", record_id=cited
             )
-    event_id = item.get("event_id")
-    if event_id is not None:
-        event_id = require_text(event_id, "event_id")
+    event_id = optional_text(item.get("event_id"), "event_id")
     vector = None
     if item.get("embedding") is not None:
         vector = as_vector(item["embedding"], dim=dim)

@@ -16,9 +16,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from chronomem.archive import export_space, import_space
 from chronomem.errors import ConflictError, NotFoundError
 from chronomem.stores import MemoryStore, open_store
+from chronomem.transfer.archive import export_space, import_space
 
 __all__ = ["MigratedSpace", "migrate"]
 

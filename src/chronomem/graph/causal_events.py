@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-import numpy.typing as npt
-
+from chronomem.arrays import F32
 from chronomem.config import CausalConfig
 from chronomem.graph.ancestry import Reach
 from chronomem.graph.boost import CausalEvent
@@ -14,8 +12,6 @@ from chronomem.model.event import Event
 from chronomem.text import event_key
 
 __all__ = ["causal_events"]
-
-F32 = npt.NDArray[np.float32]
 
 
 def causal_events(

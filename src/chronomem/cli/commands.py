@@ -1,0 +1,315 @@
+"""The CLI's commands: each parses nothing, calls one verb of :class:`~chronomem.Memory` (or
+:func:`~chronomem.migrate`) with what ``main.py`` parsed, and renders the result
+(``render.py``). They return the exit code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from chronomem.cli.render import (
+    format_hit,
+    format_record,
+    print_json,
+    print_record_line,
+    short_time,
+)
+from chronomem.cli.settings import Settings, llm_client, open_memory
+from chronomem.config import ReflectionConfig
+from chronomem.retrieval.options import ReadOptions
+
+__all__: list[str] = []
+
+
+def remember_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        result = mem.remember(
+            args.text,
+            agent=args.agent,
+            kind=args.kind,
+            importance=args.importance,
+            occurred_at=args.occurred_at,
+            domain=args.domain,
+            tags=args.tag or (),
+            evidence=args.evidence or (),
+            supersedes=args.supersedes or (),
+            sensitivity=args.sensitivity,
+            actor=cfg.actor,
+        )
+    if args.json:
+        print_json(
+            {
+                "stored": result.stored,
+                "id": result.id,
+                "reason": result.reason,
+                "duplicate_of": result.duplicate_of,
+            }
+        )
+    elif result.stored:
+        print(result.id)
+    else:
+        print(f"not stored: {result.reason} (duplicate of {result.duplicate_of})")
+    return 0
+
+
+def recall_command(args: argparse.Namespace, cfg: Settings) -> int:
+    options = ReadOptions(
+        agents=args.agent or None,
+        k=args.k,
+        as_of=args.as_of,
+        valid_at=args.valid_at,
+        include_history=args.include_history,
+        touch=not args.no_touch,
+        explain=args.explain,
+        kinds=args.kind or None,
+        crisis=args.crisis,
+        asker=args.asker,
+    )
+    with open_memory(cfg, args.preset) as mem:
+        hits = mem.recall(args.query, options=options)
+    if args.json:
+        print_json([h.to_dict() for h in hits])
+    elif not hits:
+        print("no memories match")
+    else:
+        print("\n".join(format_hit(i, h) for i, h in enumerate(hits, start=1)))
+    return 0
+
+
+def show_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        record = mem.get(args.id)
+    if args.json:
+        print_json(record.to_dict())
+    else:
+        print(format_record(record))
+    return 0
+
+
+def supersede_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        fields: dict[str, Any] = {}
+        if args.kind:
+            fields["kind"] = args.kind
+        if args.importance is not None:
+            fields["importance"] = args.importance
+        if args.valid_from is not None:
+            fields["valid_from"] = args.valid_from
+        result = mem.supersede(args.ids, args.text, reason=args.reason, actor=cfg.actor, **fields)
+    print(result.id)
+    return 0
+
+
+def close_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        record = mem.close_record(
+            args.id, args.reason, valid_until=args.valid_until, actor=cfg.actor
+        )
+    print_record_line(record)
+    return 0
+
+
+def history_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        chain = mem.history(args.id)
+    if args.json:
+        print_json([r.to_dict() for r in chain])
+    else:
+        for r in chain:
+            print_record_line(r)
+    return 0
+
+
+def verify_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        record = mem.verify(args.id, actor=cfg.actor, reason=args.reason)
+    print(f"{record.id} verified at {record.last_verified_at}")
+    return 0
+
+
+def feedback_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        record = mem.feedback(args.id, args.signal, args.reason, actor=cfg.actor)
+    print(f"{record.id} feedback score {record.feedback_score:g}")
+    return 0
+
+
+def forget_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        result = mem.forget(args.id, args.reason, purge=args.purge, actor=cfg.actor)
+    what = "purged" if result.purged else "deleted"
+    print(f"{result.record_id} {what}")
+    if result.flagged:
+        print(f"  flagged evidence_missing: {', '.join(result.flagged)}")
+    if result.remains:
+        print(f"  not yet physically erased: {result.remains}")
+    return 0
+
+
+def audit_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        entries = mem.audit(args.id)
+    if args.json:
+        print_json([e.to_dict() for e in entries])
+        return 0
+    for e in entries:
+        detail = f"  {json.dumps(dict(e.detail))}" if e.detail else ""
+        why = f"  reason: {e.reason}" if e.reason else ""
+        when = short_time(e.at)
+        print(f"{e.seq:>5}  {when}  {e.action:<9} {e.record_id}  by {e.actor}{why}{detail}")
+    if not entries:
+        print("no lifecycle changes recorded")
+    return 0
+
+
+def event_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        event = mem.add_event(
+            args.text, occurred_at=args.occurred_at, kind=args.kind, scope=args.scope
+        )
+    if args.json:
+        print_json(event.to_dict())
+    else:
+        print(event.id)
+    return 0
+
+
+def link_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        if args.remove:
+            removed = mem.unlink(args.cause, args.effect)
+            print("removed" if removed else "no such link")
+            return 0
+        link = mem.link(args.cause, args.effect, weight=args.weight)
+    print(f"{link.cause} -> {link.effect}  weight {link.weight:g}  ({link.provenance.value})")
+    return 0
+
+
+def ancestors_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        reach = (mem.descendants if args.descendants else mem.ancestors)(
+            args.id, max_depth=args.max_depth, as_of=args.as_of
+        )
+    if args.json:
+        print_json([a.to_dict() for a in reach])
+        return 0
+    if not reach:
+        print("none within the depth bound")
+    for a in reach:
+        e = a.event
+        print(
+            f"depth {a.depth}  strength {a.strength:.3f}  {e.id}  {e.occurred_at:%Y-%m-%d}  "
+            f"[{e.kind.value}] {e.text}"
+        )
+    return 0
+
+
+def context_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg, args.preset) as mem:
+        block = mem.context(
+            args.query,
+            agents=args.agent or None,
+            crisis=args.crisis,
+            k=args.k,
+            budget_tokens=args.budget_tokens,
+            as_of=args.as_of,
+            touch=not args.no_touch,
+        )
+    if args.json:
+        print_json(block.to_dict())
+    else:
+        print(block.text, end="")
+    return 0
+
+
+def reflect_command(args: argparse.Namespace, cfg: Settings) -> int:
+    llm = llm_client(cfg)
+    config = ReflectionConfig(questions=args.questions, insights=args.insights)
+    with open_memory(cfg) as mem:
+        if args.if_due and mem.accumulated_importance(args.agent) < config.threshold:
+            total = mem.accumulated_importance(args.agent)
+            print(f"not due: {args.agent} has accumulated {total:g} of {config.threshold:g}")
+            return 0
+        result = mem.reflect(args.agent, llm=llm, config=config)
+    print(f"{len(result.records)} reflection(s) for {result.agent} ({result.calls} model calls)")
+    for question in result.questions:
+        print(f"  Q: {question}")
+    for record in result.records:
+        print(f"  {record.id}  depth {record.depth}  {record.text}")
+        print(f"      evidence: {', '.join(record.evidence)}")
+    return 0
+
+
+def export_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        count = mem.export(args.path)
+    print(f"exported {count} records to {args.path}")
+    return 0
+
+
+def import_command(args: argparse.Namespace, cfg: Settings) -> int:
+    if args.format == "generative-agents":
+        with open_memory(cfg) as mem:
+            ga = mem.import_generative_agents(args.path, agent=args.agent, progress=True)
+        print(ga.summary())
+        return 0
+    with open_memory(cfg) as mem:
+        report = mem.import_(args.path)
+    print(
+        f"imported {report.records} records, {report.audit_entries} audit entries, "
+        f"{report.events} events and {report.links} links from {report.path}"
+    )
+    for problem in report.problems:
+        print(f"  {problem}")
+    return 0
+
+
+def migrate_command(args: argparse.Namespace, cfg: Settings) -> int:
+    from chronomem.stores.postgres import redact
+    from chronomem.transfer.migrate import MigratedSpace, migrate
+
+    def done(report: MigratedSpace) -> None:
+        print(
+            f"  {report.space}: {report.records} records, {report.audit_entries} audit entries, "
+            f"{report.events} events, {report.links} links"
+        )
+
+    print(f"migrating {redact(args.source)} -> {redact(args.target)}")
+    reports = migrate(args.source, args.target, spaces=args.spaces, on_space=done)
+    print(f"migrated {len(reports)} space(s)")
+    return 0
+
+
+def stats_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        stats = mem.stats()
+    if args.json:
+        print_json(stats)
+        return 0
+    print(f"store      {stats['store']} (schema v{stats['schema_version']})")
+    print(f"space      {stats['space']}")
+    print(f"embedder   {stats['embedding_model']} (dimension {stats['embedding_dim']})")
+    print(f"records    {stats['records']}  ({stats['bytes_on_disk']:,} bytes on disk)")
+    print(f"candidates {stats['candidates']}")
+    for agent, kinds in stats["agents"].items():
+        detail = ", ".join(f"{k} {n}" for k, n in kinds.items())
+        print(f"  {agent}: {detail}")
+    return 0
+
+
+def embed_passages_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        done = mem.embed_passages(progress=sys.stderr.isatty())
+    print(f"{done} record(s) gained passage vectors")
+    return 0
+
+
+def demo_command(args: argparse.Namespace, cfg: Settings) -> int:
+    from chronomem.cli.demo import run_demo
+
+    llm = llm_client(cfg) if cfg.llm_url and cfg.llm_model else None
+    return run_demo(
+        db=args.db or "demo.chronomem.db", fresh=args.fresh, threads=cfg.torch_threads, llm=llm
+    )

@@ -1,0 +1,65 @@
+"""The CLI's configuration, read in exactly one place (:func:`settings`), and the handles it
+opens from it."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from chronomem.engine import Memory
+from chronomem.errors import ConfigError
+from chronomem.llm import OpenAICompatibleLLM
+
+__all__ = ["Settings", "llm_client", "open_memory", "settings"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    db: str
+    space: str
+    embedder: bool
+    torch_threads: int | None
+    actor: str | None
+    llm_url: str | None
+    llm_model: str | None
+    llm_api_key: str | None
+
+
+def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
+    """The one place the CLI reads its environment: ``CHRONOMEM_DB``, ``CHRONOMEM_SPACE``,
+    ``CHRONOMEM_TORCH_THREADS``, ``CHRONOMEM_ACTOR`` (else ``USER``) for the audit log, and
+    ``CHRONOMEM_LLM_URL`` / ``CHRONOMEM_LLM_MODEL`` / ``CHRONOMEM_LLM_API_KEY`` for reflection.
+    Flags win over the environment; the API key is read from the environment only."""
+    threads = environ.get("CHRONOMEM_TORCH_THREADS")
+    actor = getattr(args, "actor", None) or environ.get("CHRONOMEM_ACTOR") or environ.get("USER")
+    return Settings(
+        db=args.db or environ.get("CHRONOMEM_DB") or "chronomem.db",
+        space=args.space or environ.get("CHRONOMEM_SPACE") or "default",
+        embedder=not args.no_embedder,
+        torch_threads=int(threads) if threads else None,
+        actor=actor,
+        llm_url=getattr(args, "llm_url", None) or environ.get("CHRONOMEM_LLM_URL"),
+        llm_model=getattr(args, "model", None) or environ.get("CHRONOMEM_LLM_MODEL"),
+        llm_api_key=environ.get("CHRONOMEM_LLM_API_KEY"),
+    )
+
+
+def llm_client(cfg: Settings) -> OpenAICompatibleLLM:
+    """The OpenAI-compatible client the settings describe."""
+    if not cfg.llm_url or not cfg.llm_model:
+        raise ConfigError(
+            "reflection needs an LLM: pass --llm-url and --model (or set CHRONOMEM_LLM_URL and "
+            "CHRONOMEM_LLM_MODEL), e.g. http://localhost:11434/v1 and llama3.1 for Ollama"
+        )
+    return OpenAICompatibleLLM(cfg.llm_url, cfg.llm_model, api_key=cfg.llm_api_key)
+
+
+def open_memory(cfg: Settings, preset: str | None = None) -> Memory:
+    embedder: Any = None
+    if cfg.embedder:
+        from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
+
+        embedder = SentenceTransformerEmbedder(num_threads=cfg.torch_threads)
+    return Memory.open(cfg.db, embedder=embedder, space=cfg.space, preset=preset or "default")

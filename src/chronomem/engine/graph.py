@@ -1,0 +1,189 @@
+"""The causal graph and crisis reads (DESIGN §4): events, links, ancestry, auto-linking and
+context blocks. Traversal and the boost are pure (``graph/``); the crisis inputs of a read are
+``retrieval/crisis.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from chronomem.checks import metadata_dict
+from chronomem.clock import to_micros
+from chronomem.context.block import ContextBlock, TokenCounter, build_block, chain_links
+from chronomem.embedders.base import as_vector
+from chronomem.engine import read
+from chronomem.engine.handle import Handle
+from chronomem.errors import ConfigError
+from chronomem.model.event import Ancestor, Event, EventKind, Link, Provenance
+from chronomem.retrieval.crisis import graph_at
+from chronomem.retrieval.options import ReadOptions
+
+__all__ = ["add_event", "auto_link", "context", "link", "reach"]
+
+
+def add_event(
+    h: Handle,
+    text: str,
+    *,
+    now: datetime,
+    occurred_at: datetime | None,
+    kind: EventKind,
+    scope: str | None,
+    metadata: Mapping[str, Any] | None,
+    embedding: Sequence[float] | np.ndarray | None,
+) -> Event:
+    vector = None if embedding is None else as_vector(embedding, dim=h.meta.dim)
+    if vector is None and h.embedder is not None:
+        vector = h.embedder.embed([text])[0]
+    if vector is not None:
+        h.fix_dim(int(vector.shape[0]))
+    event = Event(
+        id=h.ids.new_id(now),
+        space=h.space,
+        text=text,
+        kind=kind,
+        scope=scope,
+        occurred_at=occurred_at or now,
+        recorded_at=now,
+        metadata=metadata_dict(metadata),
+        has_embedding=vector is not None,
+    )
+    h.store.insert_event(h.space, event, vector)
+    return event
+
+
+def link(
+    h: Handle,
+    cause: str,
+    effect: str,
+    *,
+    now: datetime,
+    weight: float,
+    provenance: Provenance,
+    similarity: float | None,
+) -> Link:
+    """Write ``cause -> effect``; an inferred link never replaces an explicit one (which is
+    returned unchanged)."""
+    with h.store.write():
+        for event_id in (cause, effect):
+            h.event(event_id)
+        existing = h.store.get_link(h.space, cause, effect)
+        if (
+            existing is not None
+            and existing.provenance is Provenance.EXPLICIT
+            and provenance is Provenance.INFERRED
+        ):
+            return existing
+        new = Link(
+            cause=cause,
+            effect=effect,
+            weight=float(weight),
+            provenance=provenance,
+            created_at=now,
+            similarity=similarity,
+        )
+        h.store.put_link(h.space, new)
+    return new
+
+
+def reach(
+    h: Handle, event_id: str, max_depth: int, *, as_of: datetime, upstream: bool
+) -> list[Ancestor]:
+    """Ancestors (``upstream``) or descendants of an event within ``max_depth``, nearest first."""
+    h.event(event_id)
+    _, found, events = graph_at(h.store, h.space, event_id, as_of, max_depth, upstream=upstream)
+    out = [
+        Ancestor(
+            event=events[i],
+            depth=r.depth,
+            strength=r.strength,
+            path=r.path() if upstream else tuple(reversed(r.path())),
+        )
+        for i, r in found.items()
+        if i in events
+    ]
+    return sorted(out, key=lambda a: (a.depth, -a.strength, a.event.occurred_at, a.event.id))
+
+
+def auto_link(
+    h: Handle,
+    event_id: str,
+    *,
+    now: datetime,
+    window: timedelta,
+    threshold: float,
+    weight_scale: float,
+) -> list[Link]:
+    """Inferred links into ``event_id`` from similar earlier events (see
+    :meth:`Memory.auto_link`)."""
+    effect = h.event(event_id)
+    earlier = [
+        e
+        for e in h.store.events_between(
+            h.space,
+            after_us=to_micros(effect.occurred_at - window),
+            before_us=to_micros(effect.occurred_at),
+        )
+        if e.id != effect.id
+    ]
+    vectors = h.store.event_embeddings(h.space, [effect.id, *(e.id for e in earlier)])
+    if effect.id not in vectors:
+        raise ConfigError(
+            f"auto_link needs event vectors; event {effect.id} has none (open the store with an "
+            f"embedder, or pass embedding= to add_event)"
+        )
+    target = vectors[effect.id] / np.linalg.norm(vectors[effect.id])
+    made = []
+    for cause in earlier:
+        vector = vectors.get(cause.id)
+        if vector is None:
+            continue
+        similarity = float(np.dot(vector / np.linalg.norm(vector), target))
+        if similarity < threshold:
+            continue
+        written = link(
+            h,
+            cause.id,
+            effect.id,
+            now=now,
+            weight=weight_scale * max(similarity, 0.0),
+            provenance=Provenance.INFERRED,
+            similarity=similarity,
+        )
+        if written.provenance is Provenance.INFERRED:
+            made.append(written)
+    return made
+
+
+def context(
+    h: Handle,
+    query: str | None,
+    options: ReadOptions,
+    *,
+    now: datetime,
+    budget_tokens: int | None,
+    count_tokens: TokenCounter,
+) -> ContextBlock:
+    """The prompt-ready block of a read (see :meth:`Memory.context`)."""
+    at = now if options.as_of is None else options.as_of
+    hits = read.recall_many(h, [query or ""], None, options, now=now)[0]
+    event = None if options.crisis is None else h.event(options.crisis)
+    chain = []
+    if event is not None:
+        depth = read.config_of(h, options).causal.max_depth
+        links, found, events = graph_at(h.store, h.space, event.id, at, depth)
+        depth_of = {i: r.depth for i, r in found.items() if i in events}
+        chain = chain_links(event, links, depth_of, events)
+    question = query if query and query.strip() else (event.text if event else "")
+    return build_block(
+        question=question,
+        as_of=at,
+        hits=hits,
+        crisis=event,
+        chain=chain,
+        budget_tokens=budget_tokens,
+        count_tokens=count_tokens,
+    )

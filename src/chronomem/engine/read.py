@@ -1,0 +1,116 @@
+"""Reads (DESIGN §2): a batch of queries scored on one snapshot (or one after another), touching
+or read-only. The scoring itself is ``retrieval/recall.py``; this module resolves the options,
+embeds the queries in one call, builds each :class:`~chronomem.retrieval.recall.Query` and
+touches what was returned."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from chronomem.arrays import F32
+from chronomem.clock import to_micros
+from chronomem.config import RelevanceMode, ScoringConfig, resolve_preset
+from chronomem.embedders.base import as_vector
+from chronomem.engine.handle import Handle
+from chronomem.errors import InvalidInputError
+from chronomem.model.record import Hit, Kind
+from chronomem.retrieval.crisis import build_crisis
+from chronomem.retrieval.options import ReadOptions
+from chronomem.retrieval.query import Query
+from chronomem.retrieval.recall import search
+
+__all__ = ["check_queries", "config_of", "recall_many"]
+
+
+def config_of(h: Handle, options: ReadOptions) -> ScoringConfig:
+    """The preset a read uses: its own, else the handle's."""
+    return h.preset if options.preset is None else resolve_preset(options.preset)
+
+
+def check_queries(queries: Sequence[str], embeddings: Sequence[Any] | None, crisis: bool) -> None:
+    """Each query is a non-empty string, unless it comes with a vector or a crisis."""
+    if isinstance(queries, str):
+        raise InvalidInputError("queries must be a list of strings, not one string")
+    if embeddings is not None and len(embeddings) != len(queries):
+        raise InvalidInputError("query_embeddings must have one vector per query")
+    for i, text in enumerate(queries):
+        if not isinstance(text, str) or (
+            not text.strip() and not crisis and (embeddings is None or embeddings[i] is None)
+        ):
+            raise InvalidInputError(
+                "query must be a non-empty string (or come with query_embedding or crisis)",
+                field="query",
+            )
+
+
+def recall_many(
+    h: Handle,
+    queries: Sequence[str],
+    embeddings: Sequence[Any] | None,
+    options: ReadOptions,
+    *,
+    now: datetime,
+) -> list[list[Hit]]:
+    """One list of hits per query (see :meth:`Memory.recall_many`)."""
+    config = config_of(h, options)
+    at = now if options.as_of is None else options.as_of
+    crisis = None
+    texts = list(queries)
+    if options.crisis is not None:
+        event = h.event(options.crisis)
+        crisis = build_crisis(h.store, h.space, event, at, config.causal, h.meta.model)
+        texts = [t if t.strip() else event.text for t in texts]
+    agents = tuple(h.store.agents(h.space)) if options.agents is None else tuple(options.agents)
+    built = [
+        Query(
+            text=text,
+            vector=vector,
+            agents=agents,
+            k=options.k,
+            as_of=at,
+            config=config,
+            kinds=None if options.kinds is None else frozenset(map(Kind, options.kinds)),
+            include_history=options.include_history,
+            valid_at=options.valid_at,
+            explain=options.explain,
+            crisis=crisis,
+            asker=options.asker,
+        )
+        for text, vector in zip(texts, _query_vectors(h, texts, embeddings, config), strict=True)
+    ]
+    sequential = config.sequential_touch if options.sequential is None else options.sequential
+    results: list[list[Hit]] = []
+    pending: dict[str, None] = {}
+    for q in built:
+        hits = search(h.index, h.store, h.space, q)
+        results.append(hits)
+        if options.touch:
+            ids = [i for hit in hits for i in hit.record_ids]
+            if sequential:
+                h.store.touch(h.space, ids, to_micros(at))
+            else:
+                pending.update(dict.fromkeys(ids))
+    if options.touch and pending:
+        h.store.touch(h.space, list(pending), to_micros(at))
+    return results
+
+
+def _query_vectors(
+    h: Handle, texts: list[str], given: Sequence[Any] | None, config: ScoringConfig
+) -> list[F32 | None]:
+    """Unit query vectors: the given ones, else the embedder's in one batch (``None`` when
+    relevance is lexical or there is no embedder)."""
+    if given is not None:
+        return [None if g is None else _unit(as_vector(g, dim=h.meta.dim, name="query_embedding"))
+                for g in given]  # fmt: skip
+    if h.embedder is None or config.relevance is RelevanceMode.LEXICAL:
+        return [None] * len(texts)
+    return [_unit(v) for v in h.embedder.embed(texts)]
+
+
+def _unit(vector: F32) -> F32:
+    return (vector / np.linalg.norm(vector)).astype(np.float32)

@@ -1,0 +1,251 @@
+"""The read-only half of the facade: :class:`MemoryView` opens and closes a handle and holds
+every verb that never changes the store — read-only recall (``peek``), lookups by id, history, the
+audit log, the causal graph's reads, export. :class:`~chronomem.Memory` adds the verbs that write
+(including the touching ``recall``).
+
+Each verb checks its arguments, takes the handle's lock, reads the clock once and makes one call
+into the module that does the work (``engine/read.py``, ``graph.py``, ``lifecycle.py``,
+``transfer.py``); see ``docs/architecture.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import datetime
+from typing import Any, Literal, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from chronomem.checks import optional_instant, positive_int, require_text
+from chronomem.clock import Clock
+from chronomem.config import ReflectionConfig, ScoringConfig, WriteGate
+from chronomem.embedders.base import Embedder
+from chronomem.engine import graph, lifecycle, read, transfer
+from chronomem.engine.handle import Handle, open_handle
+from chronomem.llm.base import LLMClient
+from chronomem.model.audit import AuditEntry
+from chronomem.model.event import Ancestor, Event, Link
+from chronomem.model.record import Hit, Kind, Record
+from chronomem.retrieval.options import ReadOptions
+from chronomem.stores.base import MemoryStore
+from chronomem.writing.importance import ImportanceScorer
+
+__all__ = ["MemoryView", "Vector"]
+
+Vector = Sequence[float] | npt.NDArray[np.floating[Any]]
+
+
+class MemoryView:
+    """A handle on one store and one space through which nothing changes: reads that do not
+    touch, lookups, history, audit, the graph's reads and export. :class:`~chronomem.Memory` is
+    a view that also writes; open either with :meth:`open`.
+    """
+
+    def __init__(self, handle: Handle) -> None:
+        """Use :meth:`open`."""
+        self._h = handle
+
+    @classmethod
+    def open(
+        cls,
+        location: str | os.PathLike[str] | MemoryStore,
+        *,
+        embedder: Embedder | Literal["default"] | None = "default",
+        clock: Clock | None = None,
+        preset: str | ScoringConfig = "default",
+        space: str = "default",
+        synchronous: str = "FULL",
+        write_gate: WriteGate | None = None,
+        importance: ImportanceScorer | None = None,
+        llm: LLMClient | None = None,
+        reflection: ReflectionConfig | None = None,
+        passages: bool = True,
+    ) -> Self:
+        """Open (or create) a store.
+
+        Args:
+            location: a file path, ``sqlite:///path``, ``postgresql://...``, or a store object.
+            embedder: ``"default"`` (the bundled all-MiniLM-L6-v2, needs the ``embeddings``
+                extra), an :class:`~chronomem.embedders.Embedder`, or ``None`` for lexical
+                relevance plus caller-supplied vectors.
+            clock: where "now" comes from; default :class:`~chronomem.clock.SystemClock`.
+            preset: the default scoring preset name or a :class:`ScoringConfig`.
+            space: the namespace inside the store; nothing crosses spaces.
+            synchronous: SQLite durability, ``"FULL"`` (default) or ``"NORMAL"``.
+            write_gate: the near-duplicate gate for facts and instructions.
+            importance: scores records written without importance (default: the heuristic;
+                or :class:`~chronomem.LLMImportance`).
+            llm: the model reflection uses when a call does not pass one.
+            reflection: when and how to reflect (:class:`~chronomem.config.ReflectionConfig`).
+            passages: also embed each sentence of a record of several sentences, so a fact said
+                in passing in a long record matches a question about it (presets with
+                ``passages=True`` take the best of the record's and its passages' cosines).
+                ``False`` embeds each record once (faster writes).
+
+        Raises:
+            ConfigError: unknown preset, or the default embedder's extra is missing.
+            EmbedderMismatchError: the store was built with another embedder.
+        """
+        return cls(
+            open_handle(
+                location, embedder=embedder, clock=clock, preset=preset, space=space,
+                synchronous=synchronous, write_gate=write_gate, importance=importance, llm=llm,
+                reflection=reflection, passages=passages,
+            )
+        )  # fmt: skip
+
+    def close(self) -> None:
+        """Close this handle (every acknowledged write is already durable). Idempotent."""
+        with self._h.lock:
+            if not self._h.closed:
+                self._h.closed = True
+                self._h.store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _call(self) -> Iterator[Handle]:
+        """The handle, under its lock, when it is open."""
+        with self._h.lock:
+            self._h.require_open()
+            yield self._h
+
+    @property
+    def space(self) -> str:
+        return self._h.space
+
+    @property
+    def clock(self) -> Clock:
+        return self._h.clock
+
+    @property
+    def preset(self) -> ScoringConfig:
+        return self._h.preset
+
+    @property
+    def embedder(self) -> Embedder | None:
+        return self._h.embedder
+
+    @property
+    def store(self) -> MemoryStore:
+        return self._h.store
+
+    @property
+    def dim(self) -> int | None:
+        """The vector length of this store (``None`` until the first vector)."""
+        return self._h.meta.dim
+
+    def peek(
+        self,
+        query: str,
+        *,
+        agent: str | None = None,
+        agents: Sequence[str] | None = None,
+        k: int = 10,
+        as_of: datetime | None = None,
+        query_embedding: Vector | None = None,
+        explain: bool = False,
+        kinds: Iterable[Kind | str] | None = None,
+        include_history: bool = False,
+        valid_at: datetime | None = None,
+        preset: str | ScoringConfig | None = None,
+        crisis: str | None = None,
+        asker: str | None = None,
+        options: ReadOptions | None = None,
+    ) -> list[Hit]:
+        """:meth:`recall` that never touches: strictly read-only (``options.touch`` is
+        ignored)."""
+        embeddings = None if query_embedding is None else [query_embedding]
+        options = replace(ReadOptions.from_arguments(locals()), touch=False)
+        return self._read([query], embeddings, options)[0]
+
+    def _read(
+        self, queries: Sequence[str], embeddings: Sequence[Any] | None, options: ReadOptions
+    ) -> list[list[Hit]]:
+        read.check_queries(queries, embeddings, crisis=options.crisis is not None)
+        with self._call() as h:
+            return read.recall_many(h, queries, embeddings, options, now=h.now())
+
+    def get(self, record_id: str) -> Record:
+        """The record with this id, whatever its status. Raises :class:`NotFoundError`."""
+        with self._call() as h:
+            return h.record(record_id)
+
+    def agents(self) -> list[str]:
+        """Every agent holding records in this space, sorted."""
+        with self._call() as h:
+            return h.store.agents(h.space)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts per agent and kind, store location, schema version, embedder, size on disk."""
+        with self._call() as h:
+            out = h.store.stats(h.space)
+            out["embedder"] = None if h.embedder is None else h.embedder.model_id
+            out["preset"] = h.preset.name
+            return out
+
+    def history(self, record_id: str) -> list[Record]:
+        """The whole supersession chain through ``record_id``, both directions, oldest first.
+        Purged links are skipped."""
+        with self._call() as h:
+            return lifecycle.history(h, record_id)
+
+    def audit(self, record_id: str | None = None) -> list[AuditEntry]:
+        """The audit log of this space (or of one record), oldest first."""
+        with self._call() as h:
+            return h.store.audit(h.space, record_id)
+
+    def get_event(self, event_id: str) -> Event:
+        """The event with this id. Raises :class:`NotFoundError`."""
+        with self._call() as h:
+            return h.event(event_id)
+
+    def links(self) -> list[Link]:
+        """Every link of the space."""
+        with self._call() as h:
+            return h.store.links(h.space)
+
+    def ancestors(
+        self, event_id: str, max_depth: int = 4, *, as_of: datetime | None = None
+    ) -> list[Ancestor]:
+        """Every event upstream of ``event_id`` within ``max_depth`` links, nearest first, each
+        with its depth (fewest links), path strength (best product of weights within the bound)
+        and that path (ancestor first). Cycles terminate; an event is never its own ancestor."""
+        return self._reach(event_id, max_depth, as_of, upstream=True)
+
+    def descendants(
+        self, event_id: str, max_depth: int = 4, *, as_of: datetime | None = None
+    ) -> list[Ancestor]:
+        """Every event downstream of ``event_id`` within ``max_depth`` links (paths start at
+        ``event_id``)."""
+        return self._reach(event_id, max_depth, as_of, upstream=False)
+
+    def _reach(
+        self, event_id: str, max_depth: int, as_of: datetime | None, *, upstream: bool
+    ) -> list[Ancestor]:
+        positive_int(max_depth, "max_depth")
+        at = optional_instant(as_of, "as_of")
+        with self._call() as h:
+            return graph.reach(h, event_id, max_depth, as_of=at or h.now(), upstream=upstream)
+
+    def accumulated_importance(self, agent: str) -> float:
+        """The importance of the agent's records (reflections excepted) since it last reflected;
+        stored, so a restart keeps it."""
+        agent = require_text(agent, "agent")
+        with self._call() as h:
+            return h.store.accumulated_importance(h.space, agent)
+
+    def export(self, path: str | os.PathLike[str]) -> int:
+        """Write this space to a JSONL archive — every record with every field and its raw
+        vector, the audit log, events, links and reflection triggers — and return the number of
+        records. The file is replaced atomically; the same content gives the same bytes."""
+        with self._call() as h:
+            return transfer.export(h, path)

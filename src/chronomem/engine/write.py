@@ -1,0 +1,270 @@
+"""Writes (DESIGN §3): validation, importance scoring, batched embedding, then supersession, the
+near-duplicate gate and the insert in one store transaction."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from chronomem.arrays import F32
+from chronomem.checks import positive_int
+from chronomem.clock import to_micros
+from chronomem.engine.handle import Handle
+from chronomem.errors import (
+    ConfigError,
+    ConflictError,
+    EmbedderError,
+    InvalidInputError,
+    NotFoundError,
+)
+from chronomem.lifecycle.rules import plan_closures
+from chronomem.model.audit import AuditEntry
+from chronomem.model.record import EvidenceStatus, WriteResult
+from chronomem.stores.base import StoredRecord
+from chronomem.text import passages
+from chronomem.writing.drafts import REMEMBER_FIELDS, Draft, build_drafts
+from chronomem.writing.gate import find_duplicate, same_batch_duplicate
+
+__all__ = ["batch_items", "embed_passages", "embed_texts", "record_fields", "write"]
+
+
+def record_fields(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The record fields among a verb's arguments (``remember(...)``'s ``locals()``: every
+    parameter named like a field of :meth:`Memory.remember`)."""
+    return {name: value for name, value in arguments.items() if name in REMEMBER_FIELDS}
+
+
+def batch_items(
+    items: Iterable[str | Mapping[str, Any]], defaults: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """Each item as a mapping of :meth:`Memory.remember` fields, ``defaults`` filling what it
+    does not set (``None`` values count as not set)."""
+    unknown = set(defaults) - REMEMBER_FIELDS
+    if unknown:
+        raise InvalidInputError(f"unknown field(s) for remember: {sorted(unknown)}")
+    given = {k: v for k, v in defaults.items() if v is not None}
+    out = []
+    for position, raw in enumerate(items):
+        if isinstance(raw, str):
+            raw = {"text": raw}
+        elif not isinstance(raw, Mapping):
+            raise InvalidInputError(
+                f"item {position}: each item must be a text or a mapping of remember fields; "
+                f"got {type(raw).__name__}",
+                field="items",
+            )
+        out.append({**given, **{k: v for k, v in raw.items() if v is not None}})
+    return out
+
+
+def write(
+    h: Handle,
+    batch: list[dict[str, Any]],
+    *,
+    now: datetime,
+    progress: bool = False,
+    actor: str | None = None,
+    reason: str | None = None,
+    after: Callable[[], None] | None = None,
+) -> list[WriteResult]:
+    """Validate, score, embed, then store in one transaction (``after`` runs inside it)."""
+    cited = sorted({e for item in batch for e in item.get("evidence", ())})
+    depths = {r.id: r.depth for r in h.store.get_records(h.space, cited)}
+    drafts = build_drafts(batch, now=now, space=h.space, dim=h.meta.dim, ids=h.ids, depths=depths)
+    witnessed = sorted({d.record.event_id for d in drafts if d.record.event_id})
+    known = {e.id for e in h.store.get_events(h.space, witnessed)}
+    for event_id in witnessed:
+        if event_id not in known:
+            raise NotFoundError(
+                f"event {event_id!r} does not exist in space {h.space!r}", event_id=event_id
+            )
+    drafts = _score_missing(h, drafts)
+    drafts = _embed_missing(h, drafts, progress=progress)
+    with h.store.write():
+        results = _store_drafts(h, drafts, now=now, actor=actor, reason=reason)
+        if after is not None:
+            after()
+        return results
+
+
+def _score_missing(h: Handle, drafts: list[Draft]) -> list[Draft]:
+    """Importance from the configured scorer for records written without one (batched)."""
+    missing = [i for i, d in enumerate(drafts) if d.needs_importance]
+    if not missing:
+        return drafts
+    scores = h.importance.score([drafts[i].record.text for i in missing])
+    if len(scores) != len(missing):
+        raise InvalidInputError(
+            f"the importance scorer returned {len(scores)} scores for {len(missing)} texts"
+        )
+    out = list(drafts)
+    for i, value in zip(missing, scores, strict=True):
+        if isinstance(value, bool) or not (
+            isinstance(value, int | float) and math.isfinite(value) and 1 <= value <= 10
+        ):
+            raise InvalidInputError(
+                f"the importance scorer returned {value!r} for {out[i].record.text[:60]!r};"
+                " importance must be a number from 1 to 10",
+                field="importance",
+            )
+        out[i] = replace(out[i], record=replace(out[i].record, importance=float(value)),
+                         needs_importance=False)  # fmt: skip
+    return out
+
+
+def _embed_missing(h: Handle, drafts: list[Draft], *, progress: bool) -> list[Draft]:
+    """Fill in vectors with the embedder and fix the store's dimension: the records without one
+    and, when passages are on, the passages of records of more than one sentence (also of
+    records whose vector was given) — all in one batched call."""
+    missing = [i for i, d in enumerate(drafts) if d.embedding is None]
+    if h.embedder is not None:
+        wholes, parts = embed_texts(
+            h,
+            [drafts[i].record.text for i in missing],
+            [d.record.text for d in drafts],
+            progress=progress,
+        )
+        drafts = list(drafts)
+        for i, vector in zip(missing, wholes, strict=True):
+            record = replace(drafts[i].record, has_embedding=True)
+            drafts[i] = replace(drafts[i], record=record, embedding=vector)
+        for i, part in enumerate(parts):
+            if part is not None:
+                drafts[i] = replace(drafts[i], passages=part)
+    given = [d.embedding for d in drafts if d.embedding is not None]
+    if given:
+        h.fix_dim(int(given[0].shape[0]))
+    return drafts
+
+
+def embed_texts(
+    h: Handle,
+    texts: list[str],
+    passages_of: list[str],
+    *,
+    progress: bool,
+    with_passages: bool | None = None,
+) -> tuple[F32, list[F32 | None]]:
+    """One batched embedder call for ``texts`` and, when passages are on, the passages of each
+    of ``passages_of`` (``None`` for a text of one sentence). The embedder's output is checked:
+    one finite vector of the store's width per text."""
+    wanted = h.passages if with_passages is None else with_passages
+    split = [passages(t) if wanted else [] for t in passages_of]
+    asked = texts + [p for ps in split for p in ps]
+    if h.embedder is None or not asked:
+        return np.empty((0, h.meta.dim or 0), np.float32), [None] * len(split)
+    vectors = np.asarray(h.embedder.embed(asked, progress=progress), np.float32)
+    dim = h.meta.dim or h.embedder.dim
+    if vectors.shape != (len(asked), dim) or not np.all(np.isfinite(vectors)):
+        raise EmbedderError(
+            f"the embedder returned {vectors.shape} values (non-finite ones: "
+            f"{int(np.count_nonzero(~np.isfinite(vectors)))}) for {len(asked)} texts of "
+            f"dimension {dim}"
+        )
+    parts: list[F32 | None] = []
+    start = len(texts)
+    for ps in split:
+        parts.append(vectors[start : start + len(ps)] if ps else None)
+        start += len(ps)
+    return vectors[: len(texts)], parts
+
+
+def embed_passages(h: Handle, *, progress: bool, batch: int) -> int:
+    """Backfill passage vectors (see :meth:`Memory.embed_passages`)."""
+    positive_int(batch, "batch")
+    if h.embedder is None:
+        raise ConfigError("embed_passages needs an embedder (Memory.open(embedder=...))")
+    with h.store.snapshot():
+        todo = [
+            (s.record.id, s.record.text)
+            for s in h.store.iter_records(h.space)
+            if s.embedding is not None and s.passages is None and passages(s.record.text)
+        ]
+    done = 0
+    for start in range(0, len(todo), batch):
+        chunk = todo[start : start + batch]
+        parts = embed_texts(h, [], [t for _, t in chunk], progress=progress, with_passages=True)[1]
+        items = [(rid, p) for (rid, _), p in zip(chunk, parts, strict=True) if p is not None]
+        h.store.set_passages(h.space, items)
+        done += len(items)
+    return done
+
+
+def _store_drafts(
+    h: Handle, drafts: list[Draft], *, now: datetime, actor: str | None, reason: str | None
+) -> list[WriteResult]:
+    """Inside a write transaction: close what the drafts supersede, apply the write gate, insert
+    the rest, audit."""
+    named = [old for d in drafts for old in d.supersedes]
+    if len(named) != len(set(named)):
+        raise ConflictError("a record is superseded twice in one batch")
+    old = {r.id: r for r in h.store.get_records(h.space, named)}
+    closures, entries = [], []
+    for d in drafts:
+        if not d.supersedes:
+            continue
+        missing = [i for i in d.supersedes if i not in old]
+        if missing:
+            raise NotFoundError(
+                f"cannot supersede {missing[0]!r}: no such record in space {h.space!r}",
+                record_id=missing[0],
+            )
+        plans = plan_closures(
+            [old[i] for i in d.supersedes], at=now, successor=d.record, reason=reason
+        )
+        closures += plans
+        entries += [
+            AuditEntry(seq=0, at=now, action="supersede", record_id=p.record_id, actor=actor,
+                       reason=reason, detail={"by": d.record.id})
+            for p in plans
+        ]  # fmt: skip
+    results: list[WriteResult] = []
+    accepted: list[Draft] = []
+    threshold = h.gate.threshold(h.meta.model)
+    for d in drafts:
+        duplicate = None
+        if not d.supersedes and d.record.kind in h.gate.kinds:
+            earlier = [(a.record, a.embedding) for a in accepted if a.record.kind in h.gate.kinds]
+            duplicate = same_batch_duplicate(
+                earlier, d.record, d.embedding, threshold
+            ) or find_duplicate(
+                h.index.arrays([d.record.agent])[0],
+                d.record,
+                d.embedding,
+                gate=h.gate,
+                threshold=threshold,
+                as_of_us=to_micros(now),
+            )
+        if duplicate is not None:
+            results.append(
+                WriteResult(
+                    stored=False,
+                    id=None,
+                    reason=f"near-duplicate of {duplicate.record_id} "
+                    f"(cosine {duplicate.similarity:.3f} >= {threshold})",
+                    duplicate_of=duplicate.record_id,
+                )
+            )
+            continue
+        accepted.append(d)
+        results.append(WriteResult(stored=True, id=d.record.id))
+    h.store.insert_records(
+        h.space,
+        [
+            StoredRecord(record=d.record, embedding=d.embedding, passages=d.passages)
+            for d in accepted
+        ],
+    )
+    h.store.close_records(h.space, closures)
+    if closures:  # records citing a replaced record no longer rest on current evidence
+        h.store.flag_evidence(
+            h.space, [c.record_id for c in closures], EvidenceStatus.SUPERSEDED.value
+        )
+    if entries:
+        h.store.append_audit(h.space, entries)
+    return results

@@ -1,1 +1,0 @@
-"""Importers for other systems' saved memories (DESIGN §6)."""

@@ -1,0 +1,47 @@
+"""A read request after validation: what ``retrieval/recall.py`` scores (DESIGN §2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from chronomem.arrays import F32
+from chronomem.config import ScoringConfig
+from chronomem.graph.boost import CausalEvent
+from chronomem.model.event import Event
+from chronomem.model.record import Kind
+
+__all__ = ["Crisis", "Query"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Query:
+    """A validated read request.
+
+    ``vector`` is the unit-normalised query embedding, or ``None`` (lexical relevance only).
+    ``valid_at`` is the world-time instant for validity windows (default: ``as_of``).
+    ``asker`` is who asks (a transcript speaker name): first-person queries refer to them.
+    """
+
+    text: str
+    vector: F32 | None
+    agents: tuple[str, ...]
+    k: int
+    as_of: datetime
+    config: ScoringConfig
+    kinds: frozenset[Kind] | None = None
+    include_history: bool = False
+    valid_at: datetime | None = None
+    explain: bool = False
+    crisis: Crisis | None = None
+    asker: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Crisis:
+    """A crisis read's causal inputs: the events that may lift records (ancestors, then scope
+    fallbacks) and the association threshold of this store's embedder."""
+
+    event: Event
+    events: tuple[CausalEvent, ...]
+    threshold: float

@@ -1,0 +1,39 @@
+"""The audit log (DESIGN §3): every lifecycle change, appended, read oldest first."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from chronomem.model.audit import AuditEntry
+from chronomem.stores.sql.backend import SQLBackend, instant_param, json_text, read_instant
+
+__all__ = ["append_audit", "audit"]
+
+
+def append_audit(db: SQLBackend, space: str, entries: Sequence[AuditEntry]) -> None:
+    if not entries:
+        return
+    with db.write():
+        db._executemany(
+            "INSERT INTO audit_log (space, at, action, record_id, actor, reason, detail)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (space, instant_param(db, e.at), e.action, e.record_id, e.actor, e.reason,
+                 json_text(dict(e.detail)))
+                for e in entries
+            ],
+        )  # fmt: skip
+
+
+def audit(db: SQLBackend, space: str, record_id: str | None = None) -> list[AuditEntry]:
+    sql = "SELECT seq, at, action, record_id, actor, reason, detail FROM audit_log"
+    sql += " WHERE space = ?" + (" AND record_id = ?" if record_id else "") + " ORDER BY seq"
+    rows = db._query(sql, (space, record_id) if record_id else (space,))
+    return [
+        AuditEntry(
+            seq=int(r[0]), at=read_instant(db, r[1]), action=r[2],  # type: ignore[arg-type]
+            record_id=r[3], actor=r[4], reason=r[5], detail=json.loads(r[6]),
+        )
+        for r in rows
+    ]  # fmt: skip

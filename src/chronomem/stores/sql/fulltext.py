@@ -1,0 +1,148 @@
+"""Full text, identical on every store: chronomem's analyser (``chronomem.text``) turns each
+record's text into terms, kept in a ``postings`` table (term, record, term frequency, document
+length) with per-space totals in ``spaces``; :func:`lexical` reads the postings of the query terms
+and computes BM25 in numpy, so every store matches and scores exactly the same way."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from chronomem.arrays import F64, I64
+from chronomem.stores.base import LexicalMatches
+from chronomem.stores.sql.backend import SQLBackend, marks
+from chronomem.text import ANALYSER, index_terms, query_terms
+
+__all__ = ["add_documents", "bm25", "lexical", "reindex", "reindex_if_stale", "remove_documents"]
+
+# BM25 with Lucene's parameters and its always-positive IDF, ln(1 + (N - df + 0.5) / (df + 0.5)).
+_BM25_K1 = 1.2
+_BM25_B = 0.75
+
+
+def _insert(db: SQLBackend, documents: Iterable[tuple[str, int, str, Sequence[str]]]) -> None:
+    """Postings ``(space, term, pk, agent, tf, dl)`` for each distinct term of each ``(space, pk,
+    agent, terms)`` document, inserted in index order (fewer page splits)."""
+    db._executemany(
+        "INSERT INTO postings (space, term, pk, agent, tf, dl) VALUES (?, ?, ?, ?, ?, ?)",
+        sorted(
+            (space, term, pk, agent, tf, len(terms))
+            for space, pk, agent, terms in documents
+            for term, tf in Counter(terms).items()
+        ),
+    )
+
+
+def add_documents(
+    db: SQLBackend, space: str, documents: Sequence[tuple[int, str, Sequence[str]]]
+) -> None:
+    """Index ``(pk, agent, terms)`` documents and add them to the space's totals (inside the
+    write transaction that inserts the records)."""
+    _insert(db, ((space, pk, agent, terms) for pk, agent, terms in documents))
+    db._execute(
+        "UPDATE spaces SET docs = docs + ?, doc_len_sum = doc_len_sum + ? WHERE space = ?",
+        (len(documents), sum(len(terms) for _, _, terms in documents), space),
+    )
+
+
+def remove_documents(db: SQLBackend, space: str, where: str, params: Sequence[Any]) -> None:
+    """Take the records ``SELECT … FROM records {where}`` selects out of the postings and the
+    space's totals (before the rows themselves are deleted)."""
+    db._execute(
+        "UPDATE spaces SET docs = docs - c.n, doc_len_sum = doc_len_sum - c.len"
+        " FROM (SELECT COUNT(*) AS n, COALESCE(SUM(doc_len), 0) AS len FROM records"
+        f" {where}) AS c WHERE space = ?",
+        (*params, space),
+    )
+    db._execute(f"DELETE FROM postings WHERE pk IN (SELECT pk FROM records {where})", params)
+
+
+def lexical(db: SQLBackend, space: str, agents: Sequence[str], query: str) -> LexicalMatches:
+    terms = query_terms(query)
+    totals: list[Any] = []
+    df: list[Any] = []
+    rows: list[Any] = []
+    # Terms travel as their position in the query: no strings cross back from the database.
+    which = "CASE term " + " ".join(f"WHEN ? THEN {i}" for i in range(len(terms))) + " END"
+    where = f"space = ? AND term IN ({marks(len(terms))})"
+    with db.snapshot():
+        if terms and agents:
+            totals = db._query("SELECT docs, doc_len_sum FROM spaces WHERE space = ?", (space,))
+            df = db._query(
+                f"SELECT {which}, COUNT(*) FROM postings WHERE {where} GROUP BY term",
+                (*terms, space, *terms),
+            )
+            rows = db._query(
+                f"SELECT {which}, pk, tf, dl FROM postings WHERE {where}"
+                f" AND agent IN ({marks(len(agents))})",
+                (*terms, space, *terms, *agents),
+            )
+    if not rows or not totals[0][0]:
+        return LexicalMatches(pk=np.empty(0, np.int64), score=np.empty(0, np.float64))
+    counts = np.zeros(len(terms), dtype=np.float64)
+    for position, count in df:
+        counts[position] = count
+    n_docs, total_len = int(totals[0][0]), int(totals[0][1])
+    return bm25(np.asarray(rows, dtype=np.int64), counts, n_docs, total_len)
+
+
+def bm25(postings: I64, df: F64, n_docs: int, total_len: int) -> LexicalMatches:
+    """BM25 of the documents in ``postings`` (rows of query-term position, pk, tf, dl), given
+    each query term's document frequency in the space. Rows are put in (pk, term) order first, so
+    the sums, and therefore the scores, do not depend on the order a database returned them in."""
+    order = np.lexsort((postings[:, 0], postings[:, 1]))
+    term, pk, tf, dl = postings[order].T
+    idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
+    norm = _BM25_K1 * (1.0 - _BM25_B + _BM25_B * dl / max(total_len / n_docs, 1.0))
+    part = idf[term] * tf * (_BM25_K1 + 1.0) / (tf + norm)
+    keys, first = np.unique(pk, return_index=True)
+    return LexicalMatches(pk=keys, score=np.add.reduceat(part, first))
+
+
+def reindex_if_stale(db: SQLBackend) -> None:
+    """Rebuild the postings when the store was indexed by another analyser (inside the
+    migration's write transaction)."""
+    row = db._execute("SELECT value FROM store_meta WHERE key = 'analyser'").fetchone()
+    if row is None or row[0] != ANALYSER:
+        reindex(db)
+
+
+def reindex(db: SQLBackend) -> None:
+    """Rebuild every posting and per-space total with this version's analyser."""
+    with db.write():
+        db._execute("DELETE FROM postings")
+        db._execute("UPDATE spaces SET docs = 0, doc_len_sum = 0")
+        last_pk = 0
+        while True:
+            rows = db._execute(
+                "SELECT pk, space, agent, text FROM records WHERE pk > ? ORDER BY pk LIMIT 5000",
+                (last_pk,),
+            ).fetchall()
+            if not rows:
+                break
+            terms = [index_terms(r[3]) for r in rows]
+            db._executemany(
+                "UPDATE records SET doc_len = ? WHERE pk = ?",
+                [(len(t), r[0]) for r, t in zip(rows, terms, strict=True)],
+            )
+            _insert(
+                db,
+                (
+                    (space, pk, agent, t)
+                    for (pk, space, agent, _), t in zip(rows, terms, strict=True)
+                ),
+            )
+            last_pk = rows[-1][0]
+        db._execute(
+            "UPDATE spaces SET docs = (SELECT COUNT(*) FROM records r WHERE r.space ="
+            " spaces.space), doc_len_sum = (SELECT COALESCE(SUM(doc_len), 0) FROM records r"
+            " WHERE r.space = spaces.space)"
+        )
+        db._execute(
+            "INSERT INTO store_meta (key, value) VALUES ('analyser', ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (ANALYSER,),
+        )

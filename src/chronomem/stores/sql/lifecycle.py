@@ -1,0 +1,142 @@
+"""Lifecycle updates of record rows (DESIGN §3): closing, verifying, ratings, passages backfill,
+dependants, deletion with tombstones, and evidence flags. Each call is one transaction, or joins
+the one the caller opened with ``write()``; each bumps the space's ``change_seq``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from chronomem.arrays import F32
+from chronomem.errors import ConflictError
+from chronomem.model.audit import Closure
+from chronomem.stores.sql import fulltext
+from chronomem.stores.sql.backend import (
+    SQLBackend,
+    bump,
+    chunks,
+    instant_param,
+    marks,
+    vector_blob,
+)
+
+__all__ = [
+    "add_feedback",
+    "close_records",
+    "delete_records",
+    "dependants",
+    "flag_evidence",
+    "set_passages",
+    "set_verified",
+]
+
+
+def close_records(db: SQLBackend, space: str, closures: Sequence[Closure]) -> None:
+    if not closures:
+        return
+    with db.write():
+        seq = bump(db, space)
+        for c in closures:
+            cur = db._execute(
+                "UPDATE records SET status = ?, superseded_by = ?, superseded_at = ?,"
+                " valid_until = ?, valid_until_before = ?, closed_reason = ?, change_seq = ?"
+                f" WHERE id = ? AND {db._hint('space')} = ? AND status = 'open'",
+                (
+                    c.status.value, c.superseded_by, instant_param(db, c.superseded_at),
+                    instant_param(db, c.valid_until), instant_param(db, c.valid_until_before),
+                    c.reason, seq, c.record_id, space,
+                ),
+            )  # fmt: skip
+            if cur.rowcount != 1:
+                raise ConflictError(
+                    f"record {c.record_id} is no longer open (changed concurrently)",
+                    record_id=c.record_id,
+                )
+
+
+def set_verified(db: SQLBackend, space: str, record_id: str, at_us: int) -> None:
+    at = db._bind(at_us)
+    with db.write():
+        seq = bump(db, space)
+        db._execute(
+            "UPDATE records SET last_verified_at ="
+            f" {db._greatest('COALESCE(last_verified_at, ?)', '?')},"
+            f" change_seq = ? WHERE id = ? AND {db._hint('space')} = ?",
+            (at, at, seq, record_id, space),
+        )
+
+
+def set_passages(db: SQLBackend, space: str, items: Sequence[tuple[str, F32]]) -> None:
+    if not items:
+        return
+    with db.write():
+        seq = bump(db, space)
+        db._executemany(
+            f"UPDATE records SET passages = ?, change_seq = ? WHERE id = ?"
+            f" AND {db._hint('space')} = ?",
+            [(vector_blob(m), seq, rid, space) for rid, m in items],
+        )
+
+
+def add_feedback(db: SQLBackend, space: str, record_id: str, signal: float) -> float:
+    with db.write():
+        seq = bump(db, space)
+        row = db._execute(
+            "UPDATE records SET feedback_score = feedback_score + ?, change_seq = ?"
+            f" WHERE id = ? AND {db._hint('space')} = ? RETURNING feedback_score",
+            (signal, seq, record_id, space),
+        ).fetchone()
+    return float(row[0])
+
+
+def dependants(db: SQLBackend, space: str, record_id: str) -> list[tuple[str, str]]:
+    hint = db._hint
+    rows = db._query(
+        f"SELECT r.id, 'cites it as evidence' FROM records r, {db._json_each('r.evidence')}"
+        " WHERE r.space = ? AND e.value = ?"
+        " UNION ALL SELECT superseded_by, 'supersedes it' FROM records"
+        f" WHERE id = ? AND {hint('space')} = ? AND superseded_by IS NOT NULL"
+        " UNION ALL SELECT e.value, 'is superseded by it' FROM records r,"
+        f" {db._json_each('r.supersedes')} WHERE r.id = ? AND {hint('r.space')} = ?",
+        (space, record_id, record_id, space, record_id, space),
+    )
+    return [(r[0], r[1]) for r in rows]
+
+
+def delete_records(db: SQLBackend, space: str, ids: Sequence[str]) -> None:
+    """Delete rows, vectors and postings, leaving a tombstone (id and agent) for other
+    processes' arrays."""
+    if not ids:
+        return
+    with db.write():
+        seq = bump(db, space)
+        for chunk in chunks(list(ids)):
+            where = f"WHERE id IN ({marks(len(chunk))}) AND {db._hint('space')} = ?"
+            params = (*chunk, space)
+            db._execute(
+                "INSERT INTO tombstones (space, record_id, agent, change_seq)"
+                f" SELECT space, id, agent, ? FROM records {where}",
+                (seq, *params),
+            )
+            fulltext.remove_documents(db, space, where, params)
+            db._execute(f"DELETE FROM records {where}", params)
+
+
+def flag_evidence(db: SQLBackend, space: str, cited_ids: Sequence[str], status: str) -> list[str]:
+    if not cited_ids:
+        return []
+    # "missing" is the stronger flag: a record citing a purged record stays missing.
+    weaker = "" if status == "evidence_missing" else " AND r.evidence_status = 'ok'"
+    with db.write():
+        rows = db._execute(
+            f"SELECT DISTINCT r.id FROM records r, {db._json_each('r.evidence')}"
+            f" WHERE r.space = ? AND e.value IN ({marks(len(cited_ids))}){weaker}",
+            (space, *cited_ids),
+        ).fetchall()
+        flagged = sorted(r[0] for r in rows)
+        if flagged:
+            seq = bump(db, space)
+            db._executemany(
+                "UPDATE records SET evidence_status = ?, change_seq = ? WHERE id = ?",
+                [(status, seq, rid) for rid in flagged],
+            )
+    return flagged

@@ -1,0 +1,328 @@
+""":class:`SQLStore`: the whole :class:`~chronomem.stores.base.MemoryStore` contract in SQL both
+stores share (STYLE: one SQL layer, small dialect hooks).
+
+This module holds the connection's side — transactions, error translation, the schema and store
+metadata — and each contract method is one call into the module of its concern:
+
+========================  =================================================================
+``sql/records.py``        record rows: insert, touch, get, iterate, the reflection trigger
+``sql/lifecycle.py``      close, verify, ratings, passages backfill, dependants, delete, flags
+``sql/columns.py``        the columnar feed of the in-memory arrays, tombstones
+``sql/fulltext.py``       postings and BM25
+``sql/graph.py``          events and links
+``sql/audit.py``          the audit log
+``sql/migrations.py``     numbered schema steps
+========================  =================================================================
+
+A backend subclass (:class:`~chronomem.stores.sqlite.SQLiteStore`,
+:class:`~chronomem.stores.postgres.PostgresStore`) provides the connection, its error types, its
+migrations and the dialect hooks described in ``sql/backend.py``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from chronomem.arrays import F32, I64
+from chronomem.errors import ConflictError, StoreError
+from chronomem.model.audit import AuditEntry, Closure
+from chronomem.model.event import Event, Link
+from chronomem.model.record import Record
+from chronomem.stores.base import EmbeddingMeta, LexicalMatches, RecordColumns, StoredRecord
+from chronomem.stores.sql import audit, columns, fulltext, graph, lifecycle, migrations, records
+from chronomem.stores.sql.backend import Cursor
+from chronomem.stores.sql.migrations import Migration
+
+__all__ = ["SQLStore"]
+
+
+class SQLStore:
+    """The shared implementation; see the module docstring for what a backend provides."""
+
+    location: str
+    migrations: tuple[Migration, ...]
+    _begin_write = "BEGIN"
+    _begin_read = "BEGIN"
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._in_transaction = False
+
+    # -- what a backend provides -----------------------------------------------------------
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        raise NotImplementedError
+
+    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        raise NotImplementedError
+
+    def _is_conflict(self, exc: Exception) -> bool:
+        raise NotImplementedError
+
+    def _is_db_error(self, exc: Exception) -> bool:
+        raise NotImplementedError
+
+    def _hint(self, column: str) -> str:
+        return column
+
+    def _us(self, column: str) -> str:
+        """An SQL expression giving the instant column as integer microseconds."""
+        return column
+
+    def _bind(self, micros: int | None) -> Any:
+        """The parameter value for an instant given in microseconds."""
+        return micros
+
+    def _read(self, value: Any) -> int | None:
+        """Microseconds from a stored instant."""
+        return None if value is None else int(value)
+
+    def _json_each(self, expression: str) -> str:
+        raise NotImplementedError
+
+    def _greatest(self, a: str, b: str) -> str:
+        return f"GREATEST({a}, {b})"
+
+    def _has_table(self, name: str) -> bool:
+        """Whether the table exists (asked instead of ``CREATE TABLE IF NOT EXISTS``, which needs
+        the privilege to create even when there is nothing to create)."""
+        raise NotImplementedError
+
+    def _index_vectors(self, space: str, rows: Sequence[tuple[int, str, F32]]) -> None:
+        """Called in the write transaction with each new record's key, agent and vector: a
+        backend with a vector index adds them (purge removes them by cascade)."""
+
+    def nearest(
+        self, space: str, agents: Sequence[str], vector: F32, *, namespace: int, k: int
+    ) -> I64 | None:
+        return None
+
+    def scrub(self) -> str | None:
+        raise NotImplementedError
+
+    def _bytes_on_disk(self) -> int:
+        raise NotImplementedError
+
+    def _preselection(self) -> str:
+        """How reads choose candidates, for ``stats``."""
+        return "exact: every record is scored"
+
+    # -- transactions ----------------------------------------------------------------------
+    def _translate(self, exc: Exception, what: str) -> Exception:
+        if self._is_conflict(exc):
+            return ConflictError(f"{self.location}: {what} conflicts with stored data: {exc}")
+        return StoreError(f"{self.location}: {what} failed: {exc}")
+
+    @contextmanager
+    def _transaction(self, begin: str, what: str) -> Iterator[None]:
+        with self._lock:
+            if self._in_transaction:
+                yield
+                return
+            try:
+                self._execute(begin)
+            except Exception as exc:
+                if self._is_db_error(exc):
+                    raise StoreError(f"{self.location}: cannot start a transaction: {exc}") from exc
+                raise
+            self._in_transaction = True
+            try:
+                yield
+            except BaseException as exc:
+                self._execute("ROLLBACK")
+                if isinstance(exc, Exception) and self._is_db_error(exc):
+                    raise self._translate(exc, what) from exc
+                raise
+            else:
+                try:
+                    self._execute("COMMIT")
+                except Exception as exc:
+                    if self._is_db_error(exc):
+                        raise self._translate(exc, what) from exc
+                    raise
+            finally:
+                self._in_transaction = False
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        with self._transaction(self._begin_write, "write"):
+            yield
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        with self._transaction(self._begin_read, "read"):
+            yield
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            try:
+                return self._execute(sql, params).fetchall()
+            except Exception as exc:
+                if self._is_db_error(exc):
+                    raise self._translate(exc, "query") from exc
+                raise
+
+    # -- schema and store metadata -----------------------------------------------------------
+    def _migrate(self) -> None:
+        migrations.migrate(self, self.migrations, has_table=self._has_table)
+
+    def reindex_full_text(self) -> None:
+        """Rebuild every posting and per-space total with this version's analyser."""
+        fulltext.reindex(self)
+
+    def schema_version(self) -> int:
+        return int(self._query("SELECT MAX(version) FROM schema_version")[0][0])
+
+    def embedding_meta(self) -> EmbeddingMeta:
+        rows = dict(self._query("SELECT key, value FROM store_meta"))
+        dim = rows.get("embedding_dim")
+        return EmbeddingMeta(
+            model=rows.get("embedding_model"), dim=None if dim is None else int(dim)
+        )
+
+    def set_embedding_meta(self, meta: EmbeddingMeta) -> None:
+        with self.write():
+            row = self._execute(
+                "SELECT value FROM store_meta WHERE key = 'embedding_dim'"
+            ).fetchone()
+            if row is not None and row[0] is not None:
+                raise StoreError(
+                    f"{self.location}: the embedding dimension is already set ({row[0]})"
+                )
+            self._executemany(
+                "INSERT INTO store_meta (key, value) VALUES (?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [
+                    ("embedding_model", meta.model),
+                    ("embedding_dim", None if meta.dim is None else str(meta.dim)),
+                ],
+            )
+
+    def spaces(self) -> list[str]:
+        return sorted(r[0] for r in self._query("SELECT space FROM spaces"))
+
+    def stats(self, space: str) -> dict[str, Any]:
+        meta = self.embedding_meta()
+        rows = self._query(
+            "SELECT agent, kind, COUNT(*) FROM records WHERE space = ? GROUP BY agent, kind"
+            " ORDER BY agent, kind",
+            (space,),
+        )
+        agents: dict[str, dict[str, int]] = {}
+        for agent, kind, count in rows:
+            agents.setdefault(agent, {})[kind] = int(count)
+        return {
+            "store": self.location,
+            "schema_version": self.schema_version(),
+            "space": space,
+            "records": sum(sum(k.values()) for k in agents.values()),
+            "agents": agents,
+            "embedding_model": meta.model,
+            "embedding_dim": meta.dim,
+            "bytes_on_disk": self._bytes_on_disk(),
+            "candidates": self._preselection(),
+        }
+
+    # -- records (sql/records.py, sql/columns.py, sql/fulltext.py) ----------------------------
+    def insert_records(self, space: str, items: Sequence[StoredRecord]) -> None:
+        records.insert_records(self, space, items)
+
+    def touch(self, space: str, ids: Sequence[str], at_us: int) -> int:
+        return records.touch(self, space, ids, at_us)
+
+    def get_records(self, space: str, ids: Sequence[str]) -> list[Record]:
+        return records.get_records(self, space, ids)
+
+    def get_embedding(self, space: str, record_id: str) -> F32 | None:
+        return records.get_embedding(self, space, record_id)
+
+    def iter_records(self, space: str) -> Iterator[StoredRecord]:
+        return records.iter_records(self, space)
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        return records.existing_ids(self, ids)
+
+    def agents(self, space: str) -> list[str]:
+        return records.agents(self, space)
+
+    def accumulated_importance(self, space: str, agent: str) -> float:
+        return records.accumulated_importance(self, space, agent)
+
+    def set_accumulated_importance(self, space: str, agent: str, value: float) -> None:
+        records.set_accumulated_importance(self, space, agent, value)
+
+    def change_seq(self, space: str) -> int:
+        return columns.change_seq(self, space)
+
+    def load_columns(
+        self, space: str, agents: Sequence[str], *, after_seq: int | None = None
+    ) -> RecordColumns:
+        return columns.load_columns(self, space, agents, after_seq=after_seq)
+
+    def removed_since(self, space: str, after_seq: int) -> list[tuple[str, str]]:
+        return columns.removed_since(self, space, after_seq)
+
+    def lexical(self, space: str, agents: Sequence[str], query: str) -> LexicalMatches:
+        return fulltext.lexical(self, space, agents, query)
+
+    # -- lifecycle (sql/lifecycle.py, sql/audit.py) ------------------------------------------
+    def close_records(self, space: str, closures: Sequence[Closure]) -> None:
+        lifecycle.close_records(self, space, closures)
+
+    def set_verified(self, space: str, record_id: str, at_us: int) -> None:
+        lifecycle.set_verified(self, space, record_id, at_us)
+
+    def set_passages(self, space: str, items: Sequence[tuple[str, F32]]) -> None:
+        lifecycle.set_passages(self, space, items)
+
+    def add_feedback(self, space: str, record_id: str, signal: float) -> float:
+        return lifecycle.add_feedback(self, space, record_id, signal)
+
+    def dependants(self, space: str, record_id: str) -> list[tuple[str, str]]:
+        return lifecycle.dependants(self, space, record_id)
+
+    def delete_records(self, space: str, ids: Sequence[str], *, purge: bool) -> None:
+        lifecycle.delete_records(self, space, ids)
+
+    def flag_evidence(self, space: str, cited_ids: Sequence[str], status: str) -> list[str]:
+        return lifecycle.flag_evidence(self, space, cited_ids, status)
+
+    def append_audit(self, space: str, entries: Sequence[AuditEntry]) -> None:
+        audit.append_audit(self, space, entries)
+
+    def audit(self, space: str, record_id: str | None = None) -> list[AuditEntry]:
+        return audit.audit(self, space, record_id)
+
+    # -- causal graph (sql/graph.py) -----------------------------------------------------------
+    def insert_event(self, space: str, event: Event, embedding: F32 | None) -> None:
+        graph.insert_event(self, space, event, embedding)
+
+    def get_events(self, space: str, ids: Sequence[str]) -> list[Event]:
+        return graph.get_events(self, space, ids)
+
+    def iter_events(self, space: str) -> Iterator[tuple[Event, F32 | None]]:
+        return graph.iter_events(self, space)
+
+    def event_embeddings(self, space: str, ids: Sequence[str]) -> dict[str, F32]:
+        return graph.event_embeddings(self, space, ids)
+
+    def events_between(
+        self, space: str, *, after_us: int, before_us: int, scope: str | None = None
+    ) -> list[Event]:
+        return graph.events_between(
+            self, space, after_us=after_us, before_us=before_us, scope=scope
+        )
+
+    def put_link(self, space: str, link: Link) -> None:
+        graph.put_link(self, space, link)
+
+    def get_link(self, space: str, cause: str, effect: str) -> Link | None:
+        return graph.get_link(self, space, cause, effect)
+
+    def delete_link(self, space: str, cause: str, effect: str) -> bool:
+        return graph.delete_link(self, space, cause, effect)
+
+    def links(self, space: str, *, as_of_us: int | None = None) -> list[Link]:
+        return graph.links(self, space, as_of_us=as_of_us)
