@@ -1,6 +1,9 @@
 """A fixed scenario that exercises every kind of stored state, and a dump of everything a store
 gives back for it — records with every field, audit, events, links, trigger sums and the results of
-reads (rankings with explanations under several presets, lexical scores, ancestry, context)."""
+reads (rankings with explanations under several presets, lexical scores, ancestry, context).
+
+``populate`` and ``reads`` use only the engine's verbs, so they run unchanged over the HTTP
+clients (tests/server)."""
 
 from __future__ import annotations
 
@@ -121,7 +124,14 @@ def dump(mem: Memory, crisis: str | None = None) -> dict[str, Any]:
             if k not in {"store", "bytes_on_disk", "schema_version", "candidates"}
         },
     }
-    reads = [
+    out.update(reads(mem, now, crisis))
+    return out
+
+
+def reads(mem: Any, now: Any, crisis: str | None = None) -> dict[str, Any]:
+    """The results of read-only reads at ``now``, through the verbs only."""
+    out: dict[str, Any] = {}
+    asked = [
         ("generative-agents", {}),
         ("generative-agents", {"as_of": now - timedelta(days=2, hours=3)}),
         ("generative-agents", {"include_history": True}),
@@ -136,7 +146,7 @@ def dump(mem: Memory, crisis: str | None = None) -> dict[str, Any]:
                 preset=preset, **kwargs,  # type: ignore[arg-type]
             )
         ]
-        for preset, kwargs in reads
+        for preset, kwargs in asked
     ]  # fmt: skip
     out["lexical"] = [
         (h.record.id, h.score) for h in mem.peek("cafe notes about Maria", k=10, preset="default")

@@ -5,83 +5,94 @@
 >>> clock = SimClock(datetime(2023, 2, 13, 8, tzinfo=UTC))
 >>> with Memory.open(":memory:", embedder=None, clock=clock) as mem:  # doctest: +SKIP
 ...     mem.remember("Isabella is planning a Valentine's Day party", agent="isabella")
+
+Every public name is importable from here and loaded on first use (PEP 562), so ``import
+chronomem`` costs next to nothing and a program that only needs, say, the HTTP client never loads
+the engine, numpy-heavy scoring or a database driver.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from chronomem.clock import Clock, SimClock, SystemClock, Ticks, require_aware
-from chronomem.config import (
-    PRESETS,
-    CausalConfig,
-    DepthWeighting,
-    Fusion,
-    LifecycleConfig,
-    Normalisation,
-    RecencyMode,
-    ReflectionConfig,
-    RelevanceMode,
-    ScoringConfig,
-    VersionConfig,
-    WriteGate,
-    resolve_preset,
-)
-from chronomem.embedders.base import Embedder
-from chronomem.engine import Memory
-from chronomem.engine.reflect import ReflectionResult
-from chronomem.errors import (
-    ChronomemError,
-    CitationError,
-    ConfigError,
-    ConflictError,
-    DependentsExistError,
-    EmbedderError,
-    EmbedderMismatchError,
-    InvalidInputError,
-    LLMError,
-    LLMHTTPError,
-    LLMResponseError,
-    LLMTimeoutError,
-    NotFoundError,
-    ReflectionError,
-    StoreError,
-)
-from chronomem.llm import LLMClient, OpenAICompatibleLLM, ScriptedLLM
-from chronomem.model import (
-    Ancestor,
-    AuditEntry,
-    Breakdown,
-    CausalPart,
-    Event,
-    EventKind,
-    EvidenceStatus,
-    ForgetResult,
-    Hit,
-    Kind,
-    Link,
-    Provenance,
-    Record,
-    Sensitivity,
-    Status,
-    Weights,
-    WriteResult,
-)
-from chronomem.retrieval.options import ReadOptions
-from chronomem.stores.base import MemoryStore
-from chronomem.stores.postgres import PostgresStore
-from chronomem.stores.sqlite import SQLiteStore
-from chronomem.transfer.archive import ImportReport
-from chronomem.transfer.generative_agents import GAImportReport
-from chronomem.transfer.migrate import MigratedSpace, migrate
-from chronomem.writing.importance import HeuristicImportance, ImportanceScorer, LLMImportance
-
 if TYPE_CHECKING:
+    from chronomem.clock import Clock, SimClock, SystemClock, Ticks, require_aware
+    from chronomem.config import (
+        PRESETS,
+        CausalConfig,
+        DepthWeighting,
+        Fusion,
+        LifecycleConfig,
+        Normalisation,
+        RecencyMode,
+        ReflectionConfig,
+        RelevanceMode,
+        ScoringConfig,
+        VersionConfig,
+        WriteGate,
+        resolve_preset,
+    )
+    from chronomem.embedders.base import Embedder
     from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
+    from chronomem.engine import Memory
+    from chronomem.errors import (
+        AccessDeniedError,
+        ChronomemError,
+        CitationError,
+        ConfigError,
+        ConflictError,
+        DependentsExistError,
+        EmbedderError,
+        EmbedderMismatchError,
+        InvalidInputError,
+        LLMError,
+        LLMHTTPError,
+        LLMResponseError,
+        LLMTimeoutError,
+        NotFoundError,
+        ReflectionError,
+        ServiceError,
+        StoreError,
+    )
+    from chronomem.llm import LLMClient, OpenAICompatibleLLM, ScriptedLLM
+    from chronomem.model import (
+        Ancestor,
+        AuditEntry,
+        Breakdown,
+        CausalPart,
+        Event,
+        EventKind,
+        EvidenceStatus,
+        ForgetResult,
+        Hit,
+        Kind,
+        Link,
+        Provenance,
+        Record,
+        Sensitivity,
+        Status,
+        Weights,
+        WriteResult,
+    )
+    from chronomem.model.reflection import ReflectionResult
+    from chronomem.model.transfer import ImportReport
+    from chronomem.retrieval.options import ReadOptions
+    from chronomem.stores.base import MemoryStore
+    from chronomem.stores.postgres import PostgresStore
+    from chronomem.stores.sqlite import SQLiteStore
+    from chronomem.transfer.generative_agents import GAImportReport
+    from chronomem.transfer.migrate import MigratedSpace, migrate
+    from chronomem.writing.importance import (
+        HeuristicImportance,
+        ImportanceScorer,
+        LLMImportance,
+    )
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "AccessDeniedError",
     "Ancestor",
     "AuditEntry",
     "Breakdown",
@@ -138,6 +149,7 @@ __all__ = [
     "ScriptedLLM",
     "Sensitivity",
     "SentenceTransformerEmbedder",
+    "ServiceError",
     "SimClock",
     "Status",
     "StoreError",
@@ -152,11 +164,89 @@ __all__ = [
     "resolve_preset",
 ]
 
+# Where each public name lives.
+_HOMES: dict[str, str] = {
+    "AccessDeniedError": "chronomem.errors",
+    "Ancestor": "chronomem.model",
+    "AuditEntry": "chronomem.model",
+    "Breakdown": "chronomem.model",
+    "CausalConfig": "chronomem.config",
+    "CausalPart": "chronomem.model",
+    "ChronomemError": "chronomem.errors",
+    "CitationError": "chronomem.errors",
+    "Clock": "chronomem.clock",
+    "ConfigError": "chronomem.errors",
+    "ConflictError": "chronomem.errors",
+    "DependentsExistError": "chronomem.errors",
+    "DepthWeighting": "chronomem.config",
+    "Embedder": "chronomem.embedders.base",
+    "EmbedderError": "chronomem.errors",
+    "EmbedderMismatchError": "chronomem.errors",
+    "Event": "chronomem.model",
+    "EventKind": "chronomem.model",
+    "EvidenceStatus": "chronomem.model",
+    "ForgetResult": "chronomem.model",
+    "Fusion": "chronomem.config",
+    "GAImportReport": "chronomem.transfer.generative_agents",
+    "HeuristicImportance": "chronomem.writing.importance",
+    "Hit": "chronomem.model",
+    "ImportReport": "chronomem.model.transfer",
+    "ImportanceScorer": "chronomem.writing.importance",
+    "InvalidInputError": "chronomem.errors",
+    "Kind": "chronomem.model",
+    "LLMClient": "chronomem.llm",
+    "LLMError": "chronomem.errors",
+    "LLMHTTPError": "chronomem.errors",
+    "LLMImportance": "chronomem.writing.importance",
+    "LLMResponseError": "chronomem.errors",
+    "LLMTimeoutError": "chronomem.errors",
+    "LifecycleConfig": "chronomem.config",
+    "Link": "chronomem.model",
+    "Memory": "chronomem.engine",
+    "MemoryStore": "chronomem.stores.base",
+    "MigratedSpace": "chronomem.transfer.migrate",
+    "Normalisation": "chronomem.config",
+    "NotFoundError": "chronomem.errors",
+    "OpenAICompatibleLLM": "chronomem.llm",
+    "PRESETS": "chronomem.config",
+    "PostgresStore": "chronomem.stores.postgres",
+    "Provenance": "chronomem.model",
+    "ReadOptions": "chronomem.retrieval.options",
+    "RecencyMode": "chronomem.config",
+    "Record": "chronomem.model",
+    "ReflectionConfig": "chronomem.config",
+    "ReflectionError": "chronomem.errors",
+    "ReflectionResult": "chronomem.model.reflection",
+    "RelevanceMode": "chronomem.config",
+    "SQLiteStore": "chronomem.stores.sqlite",
+    "ScoringConfig": "chronomem.config",
+    "ScriptedLLM": "chronomem.llm",
+    "Sensitivity": "chronomem.model",
+    "SentenceTransformerEmbedder": "chronomem.embedders.sentence_transformers",
+    "ServiceError": "chronomem.errors",
+    "SimClock": "chronomem.clock",
+    "Status": "chronomem.model",
+    "StoreError": "chronomem.errors",
+    "SystemClock": "chronomem.clock",
+    "Ticks": "chronomem.clock",
+    "VersionConfig": "chronomem.config",
+    "Weights": "chronomem.model",
+    "WriteGate": "chronomem.config",
+    "WriteResult": "chronomem.model",
+    "migrate": "chronomem.transfer.migrate",
+    "require_aware": "chronomem.clock",
+    "resolve_preset": "chronomem.config",
+}
+
 
 def __getattr__(name: str) -> Any:
-    # The default embedder pulls in torch; import it only when asked for.
-    if name == "SentenceTransformerEmbedder":
-        from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'chronomem' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
 
-        return SentenceTransformerEmbedder
-    raise AttributeError(f"module 'chronomem' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

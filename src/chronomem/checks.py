@@ -23,6 +23,7 @@ __all__ = [
     "number_in",
     "optional_instant",
     "optional_text",
+    "record_items",
     "parse_instant",
     "positive_int",
     "require_id",
@@ -132,3 +133,21 @@ def metadata_dict(value: object, name: str = "metadata") -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"{name} must be JSON-serialisable: {exc}", field=name) from None
     return metadata
+
+
+def record_items(items: Iterable[object]) -> list[dict[str, Any]]:
+    """A batch of new records: each item a text (``{"text": item}``) or a mapping of
+    ``remember``'s fields (copied), in order."""
+    out = []
+    for position, item in enumerate(items):
+        if isinstance(item, str):
+            out.append({"text": item})
+        elif isinstance(item, Mapping):
+            out.append(dict(item))
+        else:
+            raise InvalidInputError(
+                f"item {position}: each item must be a text or a mapping of remember fields; "
+                f"got {type(item).__name__}",
+                field="items",
+            )
+    return out

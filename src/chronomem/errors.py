@@ -13,6 +13,8 @@
     ├── StoreError                 the storage backend failed, or the file is incompatible
     ├── EmbedderError              the embedder failed or is unavailable
     │   └── EmbedderMismatchError  a store opened with a different embedder than it was built with
+    ├── ServiceError               the HTTP service could not be reached or failed (``err.status``)
+    │   └── AccessDeniedError      401/403: no key, an unknown or revoked key, or too small a scope
     └── LLMError                   an LLM call failed; never mistaken for model output
         ├── LLMHTTPError           the endpoint answered with an error status (``err.status``)
         ├── LLMTimeoutError        no answer within the timeout
@@ -102,6 +104,20 @@ class EmbedderMismatchError(EmbedderError):
         self.expected_dim = expected_dim
         self.got_model = got_model
         self.got_dim = got_dim
+
+
+class ServiceError(ChronomemError):
+    """The HTTP service could not be reached, or answered with an error that is not one of the
+    engine's (``err.status``: the HTTP status, 0 when there was no answer)."""
+
+    def __init__(self, message: str, *, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class AccessDeniedError(ServiceError):
+    """The service refused the key: none was sent, it is unknown or revoked (401), or its scope
+    does not allow the verb (403)."""
 
 
 class LLMError(ChronomemError):

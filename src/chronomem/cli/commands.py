@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chronomem.cli.render import (
     format_hit,
@@ -17,8 +17,14 @@ from chronomem.cli.render import (
     short_time,
 )
 from chronomem.cli.settings import Settings, llm_client, open_memory
+from chronomem.clock import SystemClock
 from chronomem.config import ReflectionConfig
+from chronomem.errors import ConfigError
 from chronomem.retrieval.options import ReadOptions
+
+if TYPE_CHECKING:
+    from chronomem.engine import Memory
+    from chronomem.stores.base import MemoryStore
 
 __all__: list[str] = []
 
@@ -64,10 +70,11 @@ def recall_command(args: argparse.Namespace, cfg: Settings) -> int:
         touch=not args.no_touch,
         explain=args.explain,
         kinds=args.kind or None,
+        preset=args.preset,
         crisis=args.crisis,
         asker=args.asker,
     )
-    with open_memory(cfg, args.preset) as mem:
+    with open_memory(cfg) as mem:
         hits = mem.recall(args.query, options=options)
     if args.json:
         print_json([h.to_dict() for h in hits])
@@ -207,7 +214,7 @@ def ancestors_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def context_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg, args.preset) as mem:
+    with open_memory(cfg) as mem:
         block = mem.context(
             args.query,
             agents=args.agent or None,
@@ -216,6 +223,7 @@ def context_command(args: argparse.Namespace, cfg: Settings) -> int:
             budget_tokens=args.budget_tokens,
             as_of=args.as_of,
             touch=not args.no_touch,
+            preset=args.preset,
         )
     if args.json:
         print_json(block.to_dict())
@@ -225,14 +233,16 @@ def context_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def reflect_command(args: argparse.Namespace, cfg: Settings) -> int:
-    llm = llm_client(cfg)
     config = ReflectionConfig(questions=args.questions, insights=args.insights)
     with open_memory(cfg) as mem:
         if args.if_due and mem.accumulated_importance(args.agent) < config.threshold:
             total = mem.accumulated_importance(args.agent)
             print(f"not due: {args.agent} has accumulated {total:g} of {config.threshold:g}")
             return 0
-        result = mem.reflect(args.agent, llm=llm, config=config)
+        if isinstance(mem, _memory_class()):
+            result = mem.reflect(args.agent, llm=llm_client(cfg), config=config)
+        else:  # through the service: its LLM and reflection settings
+            result = mem.reflect(args.agent)
     print(f"{len(result.records)} reflection(s) for {result.agent} ({result.calls} model calls)")
     for question in result.questions:
         print(f"  Q: {question}")
@@ -252,6 +262,11 @@ def export_command(args: argparse.Namespace, cfg: Settings) -> int:
 def import_command(args: argparse.Namespace, cfg: Settings) -> int:
     if args.format == "generative-agents":
         with open_memory(cfg) as mem:
+            if not isinstance(mem, _memory_class()):
+                raise ConfigError(
+                    "importing a Generative Agents folder reads local files: run it against the "
+                    "store (--db), not through --server"
+                )
             ga = mem.import_generative_agents(args.path, agent=args.agent, progress=True)
         print(ga.summary())
         return 0
@@ -288,7 +303,7 @@ def stats_command(args: argparse.Namespace, cfg: Settings) -> int:
     if args.json:
         print_json(stats)
         return 0
-    print(f"store      {stats['store']} (schema v{stats['schema_version']})")
+    print(f"store      {stats.get('store', cfg.server)} (schema v{stats['schema_version']})")
     print(f"space      {stats['space']}")
     print(f"embedder   {stats['embedding_model']} (dimension {stats['embedding_dim']})")
     print(f"records    {stats['records']}  ({stats['bytes_on_disk']:,} bytes on disk)")
@@ -313,3 +328,91 @@ def demo_command(args: argparse.Namespace, cfg: Settings) -> int:
     return run_demo(
         db=args.db or "demo.chronomem.db", fresh=args.fresh, threads=cfg.torch_threads, llm=llm
     )
+
+
+def serve_command(args: argparse.Namespace, cfg: Settings) -> int:
+    from chronomem.server.run import ServeSettings, serve
+
+    embedder = None
+    if cfg.embedder:
+        from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
+
+        embedder = SentenceTransformerEmbedder(num_threads=cfg.torch_threads)
+    llm = llm_client(cfg) if cfg.llm_url and cfg.llm_model else None
+    return serve(
+        ServeSettings(
+            db=cfg.db,
+            host=args.host,
+            port=args.port,
+            embedder=embedder,
+            preset=args.preset,
+            llm=llm,
+            max_body_bytes=int(args.max_body_mb * (1 << 20)),
+        )
+    )
+
+
+def _key_store(cfg: Settings) -> MemoryStore:
+    from chronomem.stores import open_store
+
+    if cfg.server:
+        raise ConfigError("keys are managed on the store (--db), not through --server")
+    return open_store(cfg.db)
+
+
+def _memory_class() -> type[Memory]:
+    """The engine's class, imported when a command must tell the store from the service."""
+    from chronomem.engine import Memory
+
+    return Memory
+
+
+def keys_create_command(args: argparse.Namespace, cfg: Settings) -> int:
+    from chronomem.server.keys import create_key
+
+    store = _key_store(cfg)
+    try:
+        space = None if args.all_spaces else cfg.space
+        key, token = create_key(
+            store, space=space, scope=args.scope, label=args.label, now=SystemClock().now()
+        )
+    finally:
+        store.close()
+    if args.json:
+        print_json({**key.to_dict(), "key": token})
+    else:
+        where = "every space" if key.space is None else f"space {key.space!r}"
+        print(token)
+        print(f"(key {key.id}: {key.scope.value} on {where}; shown once, store it now)",
+              file=sys.stderr)  # fmt: skip
+    return 0
+
+
+def keys_list_command(args: argparse.Namespace, cfg: Settings) -> int:
+    store = _key_store(cfg)
+    try:
+        found = store.api_keys()
+    finally:
+        store.close()
+    if args.json:
+        print_json([k.to_dict() for k in found])
+        return 0
+    for k in found:
+        state = "active" if k.is_active else f"revoked {short_time(k.revoked_at)}"  # type: ignore[arg-type]
+        where = "*" if k.space is None else k.space
+        print(f"{k.id}  {k.scope.value:<5}  {where:<16}  {state:<22}  {k.label or ''}")
+    if not found:
+        print("no keys: a server on 127.0.0.1 is open to the local user until one is created")
+    return 0
+
+
+def keys_revoke_command(args: argparse.Namespace, cfg: Settings) -> int:
+    from chronomem.server.keys import revoke_key
+
+    store = _key_store(cfg)
+    try:
+        key = revoke_key(store, args.id, now=SystemClock().now())
+    finally:
+        store.close()
+    print(f"{key.id} revoked")
+    return 0

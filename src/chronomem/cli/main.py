@@ -58,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_argument("--space", help="namespace inside the store (default: 'default')")
     common.add_argument(
+        "--server",
+        help="run through a chronomem service at this URL (default: $CHRONOMEM_URL); the model "
+        "stays loaded there between commands",
+    )
+    common.add_argument("--key", help="the service's API key (default: $CHRONOMEM_KEY)")
+    common.add_argument(
         "--no-embedder",
         action="store_true",
         help="do not load the embedding model: lexical relevance only",
@@ -239,6 +245,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="backfill passage vectors for records of several sentences written without them",
     )
     p.set_defaults(func=commands.embed_passages_command)
+
+    p = sub.add_parser(
+        "serve", parents=[common], help="run the HTTP service (every verb, per-space API keys)"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8420, help="port (default 8420)")
+    p.add_argument("--preset", choices=sorted(PRESETS), default="default", help="default preset")
+    p.add_argument("--llm-url", help="OpenAI-compatible API root for reflection")
+    p.add_argument("--model", help="the LLM's model name for reflection")
+    p.add_argument(
+        "--max-body-mb", type=float, default=16.0, help="largest request body (default 16 MB)"
+    )
+    p.set_defaults(func=commands.serve_command)
+
+    keys = sub.add_parser("keys", help="API keys of the HTTP service (stored hashed in the store)")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
+    p = keys_sub.add_parser("create", parents=[common], help="create a key; prints it once")
+    p.add_argument("--scope", required=True, choices=["read", "write", "admin"])
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--all-spaces", action="store_true", help="an admin key for every space (else --space)"
+    )
+    p.add_argument("--label", help="what the key is for")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=commands.keys_create_command)
+    p = keys_sub.add_parser("list", parents=[common], help="every key (never the secrets)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=commands.keys_list_command)
+    p = keys_sub.add_parser("revoke", parents=[common], help="revoke a key by its id")
+    p.add_argument("id", help="the key's id (the part after cmk_)")
+    p.set_defaults(func=commands.keys_revoke_command)
 
     p = sub.add_parser("demo", parents=[common], help="the end-to-end demo on a real SQLite file")
     p.add_argument("--fresh", action="store_true", help="delete the demo store first")

@@ -1,16 +1,20 @@
 """The CLI's configuration, read in exactly one place (:func:`settings`), and the handles it
-opens from it."""
+opens from it. The engine, the model and the HTTP client are imported only by the command that
+needs them: a command run through ``--server`` never loads the engine."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from chronomem.engine import Memory
 from chronomem.errors import ConfigError
-from chronomem.llm import OpenAICompatibleLLM
+
+if TYPE_CHECKING:
+    from chronomem.client import Client
+    from chronomem.engine import Memory
+    from chronomem.llm import OpenAICompatibleLLM
 
 __all__ = ["Settings", "llm_client", "open_memory", "settings"]
 
@@ -25,13 +29,16 @@ class Settings:
     llm_url: str | None
     llm_model: str | None
     llm_api_key: str | None
+    server: str | None = None
+    key: str | None = None
 
 
 def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     """The one place the CLI reads its environment: ``CHRONOMEM_DB``, ``CHRONOMEM_SPACE``,
     ``CHRONOMEM_TORCH_THREADS``, ``CHRONOMEM_ACTOR`` (else ``USER``) for the audit log, and
-    ``CHRONOMEM_LLM_URL`` / ``CHRONOMEM_LLM_MODEL`` / ``CHRONOMEM_LLM_API_KEY`` for reflection.
-    Flags win over the environment; the API key is read from the environment only."""
+    ``CHRONOMEM_LLM_URL`` / ``CHRONOMEM_LLM_MODEL`` / ``CHRONOMEM_LLM_API_KEY`` for reflection,
+    ``CHRONOMEM_URL`` / ``CHRONOMEM_KEY`` to run every verb through a ``chronomem serve``.
+    Flags win over the environment; the LLM's API key is read from the environment only."""
     threads = environ.get("CHRONOMEM_TORCH_THREADS")
     actor = getattr(args, "actor", None) or environ.get("CHRONOMEM_ACTOR") or environ.get("USER")
     return Settings(
@@ -43,11 +50,15 @@ def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
         llm_url=getattr(args, "llm_url", None) or environ.get("CHRONOMEM_LLM_URL"),
         llm_model=getattr(args, "model", None) or environ.get("CHRONOMEM_LLM_MODEL"),
         llm_api_key=environ.get("CHRONOMEM_LLM_API_KEY"),
+        server=getattr(args, "server", None) or environ.get("CHRONOMEM_URL"),
+        key=getattr(args, "key", None) or environ.get("CHRONOMEM_KEY"),
     )
 
 
 def llm_client(cfg: Settings) -> OpenAICompatibleLLM:
     """The OpenAI-compatible client the settings describe."""
+    from chronomem.llm import OpenAICompatibleLLM
+
     if not cfg.llm_url or not cfg.llm_model:
         raise ConfigError(
             "reflection needs an LLM: pass --llm-url and --model (or set CHRONOMEM_LLM_URL and "
@@ -56,10 +67,18 @@ def llm_client(cfg: Settings) -> OpenAICompatibleLLM:
     return OpenAICompatibleLLM(cfg.llm_url, cfg.llm_model, api_key=cfg.llm_api_key)
 
 
-def open_memory(cfg: Settings, preset: str | None = None) -> Memory:
+def open_memory(cfg: Settings) -> Memory | Client:
+    """The space the settings name: through the service when ``--server`` (or ``CHRONOMEM_URL``)
+    is set — the model stays loaded there between commands — else the store itself."""
+    if cfg.server:
+        from chronomem.client import Client
+
+        return Client(cfg.server, key=cfg.key, space=cfg.space)
+    from chronomem.engine import Memory
+
     embedder: Any = None
     if cfg.embedder:
         from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
 
         embedder = SentenceTransformerEmbedder(num_threads=cfg.torch_threads)
-    return Memory.open(cfg.db, embedder=embedder, space=cfg.space, preset=preset or "default")
+    return Memory.open(cfg.db, embedder=embedder, space=cfg.space)

@@ -25,7 +25,6 @@ from chronomem.checks import (
 from chronomem.config import ReflectionConfig, ScoringConfig
 from chronomem.context.block import ContextBlock, TokenCounter, approximate_tokens
 from chronomem.engine import graph, lifecycle, reflect, transfer, write
-from chronomem.engine.reflect import ReflectionResult
 from chronomem.engine.view import MemoryView, Vector
 from chronomem.engine.write import record_fields
 from chronomem.errors import InvalidInputError
@@ -33,8 +32,9 @@ from chronomem.llm.base import LLMClient
 from chronomem.model.audit import ForgetResult
 from chronomem.model.event import Event, EventKind, Link, Provenance
 from chronomem.model.record import Hit, Kind, Record, Sensitivity, WriteResult
+from chronomem.model.reflection import ReflectionResult
+from chronomem.model.transfer import ImportReport
 from chronomem.retrieval.options import ReadOptions
-from chronomem.transfer.archive import ImportReport
 from chronomem.transfer.generative_agents import GAImportReport
 
 __all__ = ["Memory"]

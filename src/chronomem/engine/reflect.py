@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -17,7 +16,7 @@ from chronomem.engine import read, write
 from chronomem.engine.handle import Handle
 from chronomem.errors import ConfigError, LLMError, LLMResponseError, ReflectionError
 from chronomem.llm.base import LLMClient, Message, parse_json
-from chronomem.model.record import Record
+from chronomem.model.reflection import ReflectionResult
 from chronomem.reflection.prompts import (
     INSIGHTS_SCHEMA,
     QUESTIONS_SCHEMA,
@@ -37,17 +36,6 @@ from chronomem.text import normalise_text
 __all__ = ["ReflectionResult", "auto_reflect", "is_due", "reflect"]
 
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReflectionResult:
-    """What a reflection stored: the new ``reflection`` records (each citing its evidence), the
-    focal questions, and how many model calls it took (retries included)."""
-
-    agent: str
-    records: tuple[Record, ...]
-    questions: tuple[str, ...]
-    calls: int
 
 
 def is_due(h: Handle, agent: str) -> bool:

@@ -14,8 +14,9 @@ from chronomem.arrays import F32
 from chronomem.engine import write
 from chronomem.engine.handle import Handle
 from chronomem.model.record import Record
+from chronomem.model.transfer import ImportReport
 from chronomem.stores.base import StoredRecord
-from chronomem.transfer.archive import ImportReport, export_space, import_space
+from chronomem.transfer.archive import export_space, import_space
 from chronomem.transfer.generative_agents import (
     GAImportReport,
     Problem,

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from chronomem.arrays import F32
-from chronomem.checks import positive_int
+from chronomem.checks import positive_int, record_items
 from chronomem.clock import to_micros
 from chronomem.engine.handle import Handle
 from chronomem.errors import (
@@ -48,18 +48,10 @@ def batch_items(
     if unknown:
         raise InvalidInputError(f"unknown field(s) for remember: {sorted(unknown)}")
     given = {k: v for k, v in defaults.items() if v is not None}
-    out = []
-    for position, raw in enumerate(items):
-        if isinstance(raw, str):
-            raw = {"text": raw}
-        elif not isinstance(raw, Mapping):
-            raise InvalidInputError(
-                f"item {position}: each item must be a text or a mapping of remember fields; "
-                f"got {type(raw).__name__}",
-                field="items",
-            )
-        out.append({**given, **{k: v for k, v in raw.items() if v is not None}})
-    return out
+    return [
+        {**given, **{k: v for k, v in item.items() if v is not None}}
+        for item in record_items(items)
+    ]
 
 
 def write(

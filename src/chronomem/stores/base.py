@@ -19,6 +19,7 @@ import numpy.typing as npt
 from chronomem.arrays import F32, F64, I64
 from chronomem.model.audit import AuditEntry, Closure
 from chronomem.model.event import Event, Link
+from chronomem.model.keys import ApiKey
 from chronomem.model.record import Record
 
 __all__ = [
@@ -262,4 +263,27 @@ class MemoryStore(Protocol):
 
     def links(self, space: str, *, as_of_us: int | None = None) -> list[Link]:
         """Every link of the space (created at or before ``as_of_us``)."""
+        ...
+
+    # -- the HTTP service ------------------------------------------------------------------
+    def insert_key(self, key: ApiKey) -> None:
+        """Store a new API key (its digest); an id that exists raises ``ConflictError``."""
+        ...
+
+    def get_key(self, key_id: str) -> ApiKey | None: ...
+
+    def api_keys(self) -> list[ApiKey]:
+        """Every key, revoked ones included, oldest first."""
+        ...
+
+    def revoke_key(self, key_id: str, at_us: int) -> bool:
+        """Mark an active key revoked; returns whether it was active."""
+        ...
+
+    def space_clock(self, space: str) -> int | None:
+        """The space's simulated now in microseconds, or ``None`` when it follows the wall clock."""
+        ...
+
+    def set_space_clock(self, space: str, now_us: int | None) -> None:
+        """Set the space's simulated now (``None``: back to the wall clock)."""
         ...

@@ -36,7 +36,7 @@ __all__ = ["PostgresStore", "redact", "scratch_database"]
 _HINT = "install the postgres extra: pip install 'chronomem[postgres]'"
 _TABLES = (
     "records", "postings", "ann_vectors", "tombstones", "audit_log", "events", "links",
-    "agents", "spaces", "store_meta", "schema_version",
+    "agents", "spaces", "store_meta", "schema_version", "api_keys", "space_clocks",
 )  # fmt: skip
 _SCHEMA_LOCK = 7_349_101  # pg_advisory_xact_lock key: one process migrates at a time
 

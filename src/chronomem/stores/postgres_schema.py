@@ -120,7 +120,24 @@ _INITIAL = (
     "CREATE INDEX links_by_effect ON links (space, effect)",
 )
 
+_SERVICE = (
+    """CREATE TABLE api_keys (
+        id         TEXT COLLATE "C" PRIMARY KEY,
+        space      TEXT COLLATE "C",
+        scope      TEXT COLLATE "C" NOT NULL,
+        label      TEXT COLLATE "C",
+        digest     BYTEA NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL,
+        revoked_at TIMESTAMPTZ
+    )""",
+    """CREATE TABLE space_clocks (
+        space  TEXT COLLATE "C" PRIMARY KEY,
+        now_us BIGINT NOT NULL
+    )""",
+)
+
 PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "records, agents, spaces, lifecycle, audit, events, links, postings", _INITIAL),
     Migration(2, "passage vectors", ("ALTER TABLE records ADD COLUMN passages BYTEA",)),
+    Migration(3, "service: API keys and simulated space clocks", _SERVICE),
 )

@@ -95,7 +95,11 @@ class SQLiteStore(SQLStore):
         return row is not None
 
     def close(self) -> None:
+        """Close the connection; closing again does nothing."""
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             try:
                 # Refreshing planner statistics is an optimisation: when another process holds
                 # the write lock, skip it rather than fail the close.

@@ -156,10 +156,27 @@ _POSTINGS = (
     "CREATE INDEX records_by_agent_change ON records(space, agent, change_seq)",
 )
 
+_SERVICE = (
+    """CREATE TABLE api_keys (
+        id         TEXT PRIMARY KEY,
+        space      TEXT,
+        scope      TEXT NOT NULL,
+        label      TEXT,
+        digest     BLOB NOT NULL,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER
+    )""",
+    """CREATE TABLE space_clocks (
+        space  TEXT PRIMARY KEY,
+        now_us INTEGER NOT NULL
+    )""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "records, agents, spaces, full-text index", _INITIAL),
     Migration(2, "lifecycle: pre-close validity, audit log", _LIFECYCLE),
     Migration(3, "causal graph: events and weighted links", _CAUSAL),
     Migration(4, "full text: chronomem's postings replace FTS5; sync index", _POSTINGS),
     Migration(5, "passage vectors", ("ALTER TABLE records ADD COLUMN passages BLOB",)),
+    Migration(6, "service: API keys and simulated space clocks", _SERVICE),
 )

@@ -30,6 +30,7 @@ from chronomem.embedders.base import Embedder
 from chronomem.errors import ConflictError, EmbedderMismatchError, InvalidInputError
 from chronomem.model.audit import AuditEntry
 from chronomem.model.event import Event, Link
+from chronomem.model.transfer import ImportReport
 from chronomem.stores.base import EmbeddingMeta, MemoryStore, StoredRecord
 from chronomem.transfer.lines import (
     agent_to_json,
@@ -73,19 +74,6 @@ class ArchiveHeader:
             "embedding_model": self.embedding_model,
             "embedding_dim": self.embedding_dim,
         }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ImportReport:
-    """What an import did. ``problems`` lists what could not be carried over exactly (empty when
-    the import was exact); each names the line and the record id when known."""
-
-    path: str
-    records: int
-    audit_entries: int = 0
-    events: int = 0
-    links: int = 0
-    problems: tuple[str, ...] = field(default=())
 
 
 def write_archive(

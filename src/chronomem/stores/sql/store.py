@@ -12,6 +12,7 @@ metadata — and each contract method is one call into the module of its concern
 ``sql/graph.py``          events and links
 ``sql/audit.py``          the audit log
 ``sql/migrations.py``     numbered schema steps
+``sql/service.py``        the HTTP service's API keys and simulated space clocks
 ========================  =================================================================
 
 A backend subclass (:class:`~chronomem.stores.sqlite.SQLiteStore`,
@@ -30,9 +31,19 @@ from chronomem.arrays import F32, I64
 from chronomem.errors import ConflictError, StoreError
 from chronomem.model.audit import AuditEntry, Closure
 from chronomem.model.event import Event, Link
+from chronomem.model.keys import ApiKey
 from chronomem.model.record import Record
 from chronomem.stores.base import EmbeddingMeta, LexicalMatches, RecordColumns, StoredRecord
-from chronomem.stores.sql import audit, columns, fulltext, graph, lifecycle, migrations, records
+from chronomem.stores.sql import (
+    audit,
+    columns,
+    fulltext,
+    graph,
+    lifecycle,
+    migrations,
+    records,
+    service,
+)
 from chronomem.stores.sql.backend import Cursor
 from chronomem.stores.sql.migrations import Migration
 
@@ -50,6 +61,7 @@ class SQLStore:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._in_transaction = False
+        self._closed = False
 
     # -- what a backend provides -----------------------------------------------------------
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
@@ -326,3 +338,22 @@ class SQLStore:
 
     def links(self, space: str, *, as_of_us: int | None = None) -> list[Link]:
         return graph.links(self, space, as_of_us=as_of_us)
+
+    # -- the HTTP service (sql/service.py) -------------------------------------------------------
+    def insert_key(self, key: ApiKey) -> None:
+        service.insert_key(self, key)
+
+    def get_key(self, key_id: str) -> ApiKey | None:
+        return service.get_key(self, key_id)
+
+    def api_keys(self) -> list[ApiKey]:
+        return service.api_keys(self)
+
+    def revoke_key(self, key_id: str, at_us: int) -> bool:
+        return service.revoke_key(self, key_id, at_us)
+
+    def space_clock(self, space: str) -> int | None:
+        return service.space_clock(self, space)
+
+    def set_space_clock(self, space: str, now_us: int | None) -> None:
+        service.set_space_clock(self, space, now_us)

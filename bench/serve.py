@@ -1,0 +1,302 @@
+"""The HTTP service under load, against the engine in the same run (issue 15).
+
+For each store (SQLite; PostgreSQL with ``--postgres``): a store of ``--records`` real dialogue
+turns (LoCoMo, then LongMemEval, with their real all-MiniLM-L6-v2 vectors) served by
+``chronomem serve`` in its own process (the real model loaded once, one torch thread). Then:
+
+1. **Overhead**: the same questions answered one at a time, read-only (``peek``) and touching
+   (``recall``), by the engine in this process and by the service over HTTP; p50 each, and the
+   difference.
+2. **Load**: ``--clients`` concurrent asyncio clients for ``--seconds``, each sending recalls
+   (80%) and remembers of new turns (20%); throughput, p50/p99 per verb, errors.
+3. **CLI**: ``chronomem remember`` through ``--server`` in a new process each time, p50 wall time,
+   next to a ``chronomem remember`` that opens the store and loads the model itself.
+
+Prints the figures and writes ``bench/results/serve.{json,md}``.
+
+    python bench/serve.py [--seconds 60] [--clients 32] [--records 10000] [--postgres]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _machine import machine, write_results
+from _quality import CachedEmbedder
+from chronomem import Memory
+from chronomem.client import AsyncClient, Client
+from locomo import DATA as LOCOMO
+from locomo import load
+from longmemeval import DATA as LONGMEMEVAL
+
+SPACE = "bench"
+ENV = {**os.environ, "CHRONOMEM_TORCH_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+
+
+def corpus(n: int) -> tuple[list[str], list[str]]:
+    """``n`` dialogue turns to store and the questions to ask (LoCoMo's)."""
+    conversations = load(LOCOMO)
+    texts = [t.text for c in conversations for t in c.turns]
+    questions = [q["question"] for c in conversations for q in c.qa]
+    if len(texts) < n:
+        for item in json.loads(LONGMEMEVAL.read_text()):
+            for session in item["haystack_sessions"]:
+                texts += [f"{t['role']}: {t['content']}" for t in session]
+            if len(texts) >= n + 2000:
+                break
+    return texts, questions
+
+
+def build(location: str | Path, texts: list[str], embedder: CachedEmbedder) -> None:
+    vectors = embedder.embed(texts, progress=True)
+    embedder.save()
+    items = [{"text": t, "embedding": v} for t, v in zip(texts, vectors, strict=True)]
+    # Opened with the (caching) model, so the store records the model the service will load.
+    with Memory.open(location, embedder=embedder, space=SPACE, passages=False) as mem:
+        for start in range(0, len(items), 2000):
+            mem.remember_many(items[start : start + 2000], agent="memory")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def service(location: str | Path) -> Iterator[str]:
+    """``chronomem serve`` in its own process, with the real model, until the block ends."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chronomem.cli.main", "serve", "--db", str(location),
+         "--port", str(port), "--preset", "default"],
+        env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"the service did not start: {proc.stderr.read() if proc.stderr else ''}"
+                )
+            time.sleep(0.2)
+        with Client(url, space=SPACE) as warm:  # load the model before measuring
+            warm.peek("warm up", k=1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000 if ordered else float("nan")
+
+
+def overhead(location: str | Path, url: str, questions: list[str], n: int) -> dict[str, Any]:
+    """One question at a time: the engine here vs the service over HTTP, interleaved."""
+    from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
+
+    out: dict[str, Any] = {}
+    with (
+        Memory.open(
+            location, embedder=SentenceTransformerEmbedder(num_threads=1), space=SPACE
+        ) as mem,
+        Client(url, space=SPACE) as client,
+    ):
+        mem.peek("warm up", k=1)
+        for verb in ("peek", "recall"):
+            engine, http = [], []
+            for question in questions[:n]:
+                start = time.perf_counter()
+                getattr(mem, verb)(question, k=10)
+                engine.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                getattr(client, verb)(question, k=10)
+                http.append(time.perf_counter() - start)
+            out[verb] = {
+                "engine_p50_ms": p(engine, 0.5),
+                "http_p50_ms": p(http, 0.5),
+                "overhead_p50_ms": p(http, 0.5) - p(engine, 0.5),
+                "engine_p99_ms": p(engine, 0.99),
+                "http_p99_ms": p(http, 0.99),
+            }
+    return out
+
+
+async def load_test(
+    url: str, questions: list[str], new_texts: list[str], clients: int, seconds: float
+) -> dict[str, Any]:
+    timings: dict[str, list[float]] = {"recall": [], "remember": []}
+    errors: list[str] = []
+    stop = time.monotonic() + seconds
+    texts = iter(new_texts)
+
+    async def worker(seed: int) -> None:
+        pick = random.Random(seed)
+        async with AsyncClient(url, space=SPACE, timeout=120) as client:
+            while time.monotonic() < stop:
+                verb = "remember" if pick.random() < 0.2 else "recall"
+                start = time.perf_counter()
+                try:
+                    if verb == "recall":
+                        await client.recall(pick.choice(questions), k=10)
+                    else:
+                        await client.remember(next(texts), agent="memory")
+                except Exception as exc:  # an error is a result here: count it
+                    errors.append(f"{verb}: {type(exc).__name__}: {exc}")
+                    continue
+                timings[verb].append(time.perf_counter() - start)
+
+    began = time.perf_counter()
+    await asyncio.gather(*(worker(i) for i in range(clients)))
+    elapsed = time.perf_counter() - began
+    done = sum(len(v) for v in timings.values())
+    return {
+        "clients": clients,
+        "seconds": round(elapsed, 1),
+        "requests": done,
+        "throughput_rps": done / elapsed,
+        "errors": len(errors),
+        "error_examples": errors[:5],
+        **{f"{verb}_p50_ms": p(v, 0.5) for verb, v in timings.items()},
+        **{f"{verb}_p99_ms": p(v, 0.99) for verb, v in timings.items()},
+        **{f"{verb}_count": len(v) for verb, v in timings.items()},
+    }
+
+
+def cli_remember(url: str, location: str | Path, runs: int) -> dict[str, float]:
+    through, direct = [], []
+    for i in range(runs):
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "chronomem.cli.main", "remember", f"a CLI note {i}",
+             "--server", url, "--space", SPACE],
+            env=ENV, check=True, capture_output=True,
+        )  # fmt: skip
+        through.append(time.perf_counter() - start)
+    for i in range(2):
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "chronomem.cli.main", "remember", f"a direct note {i}",
+             "--db", str(location), "--space", SPACE],
+            env=ENV, check=True, capture_output=True,
+        )  # fmt: skip
+        direct.append(time.perf_counter() - start)
+    return {
+        "through_server_p50_s": statistics.median(through),
+        "through_server_max_s": max(through),
+        "opening_the_store_p50_s": statistics.median(direct),
+    }
+
+
+def run_store(name: str, location: str | Path, args: argparse.Namespace) -> dict[str, Any]:
+    texts, questions = corpus(args.records)
+    build(location, texts[: args.records], CachedEmbedder())
+    print(f"[{name}] {args.records} records stored", flush=True)
+    with service(location) as url:
+        result = {"store": name, "records": args.records}
+        result["overhead"] = overhead(location, url, questions, args.queries)
+        print(f"[{name}] overhead {json.dumps(result['overhead'])}", flush=True)
+        new = texts[args.records :] + [f"note {i}" for i in range(200_000)]
+        result["load"] = asyncio.run(load_test(url, questions, new, args.clients, args.seconds))
+        print(f"[{name}] load {json.dumps(result['load'])}", flush=True)
+        result["cli"] = cli_remember(url, location, args.cli_runs)
+        print(f"[{name}] cli {json.dumps(result['cli'])}", flush=True)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--cli-runs", type=int, default=10)
+    parser.add_argument("--postgres", action="store_true", help="also a throwaway PostgreSQL")
+    args = parser.parse_args()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="chronomem-serve-") as tmp:
+        results.append(run_store("sqlite", Path(tmp) / "serve.db", args))
+    if args.postgres:
+        from tests.postgres_server import server
+
+        from chronomem.stores.postgres import scratch_database
+
+        with server() as admin, scratch_database(admin, prefix="chronomem_serve") as url:
+            results.append(run_store("postgresql", url, args))
+    lines = [
+        "# The HTTP service under load",
+        "",
+        f"Command: `python bench/serve.py --seconds {args.seconds:g} --clients {args.clients} "
+        f"--records {args.records}{' --postgres' if args.postgres else ''}` — "
+        f"{machine()['revision']}, {datetime.now(UTC):%Y-%m-%d}, {os.cpu_count()} cores shared "
+        "by the service, the load generator and the engine. Real all-MiniLM-L6-v2, one torch "
+        "thread in the service.",
+        "",
+        "| store | verb | engine p50 ms | HTTP p50 ms | HTTP − engine ms |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for r in results:
+        for verb, o in r["overhead"].items():
+            lines.append(
+                f"| {r['store']} | {verb} (one client) | {o['engine_p50_ms']:.2f} | "
+                f"{o['http_p50_ms']:.2f} | {o['overhead_p50_ms']:+.2f} |"
+            )
+    lines += [
+        "",
+        "| store | clients | seconds | requests/s | errors | recall p50 / p99 ms | "
+        "remember p50 / p99 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        ld = r["load"]
+        lines.append(
+            f"| {r['store']} | {ld['clients']} | {ld['seconds']} | {ld['throughput_rps']:.1f} | "
+            f"{ld['errors']} | {ld['recall_p50_ms']:.1f} / {ld['recall_p99_ms']:.1f} | "
+            f"{ld['remember_p50_ms']:.1f} / {ld['remember_p99_ms']:.1f} |"
+        )
+    lines += [
+        "",
+        "| store | CLI `remember` through `--server`, p50 s | max s "
+        "| opening the store and the model itself, p50 s |",
+        "|---|---:|---:|---:|",
+    ]
+    for r in results:
+        c = r["cli"]
+        lines.append(
+            f"| {r['store']} | {c['through_server_p50_s']:.3f} | {c['through_server_max_s']:.3f} "
+            f"| {c['opening_the_store_p50_s']:.2f} |"
+        )
+    write_results("serve", {"machine": machine(), "results": results}, lines)
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

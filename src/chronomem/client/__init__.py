@@ -1,0 +1,281 @@
+"""Python clients of ``chronomem serve`` (the ``client`` extra): :class:`Client` (blocking) and
+:class:`AsyncClient`, with the engine's method names, arguments and return types, so
+``Memory.open(path)`` can be swapped for ``Client(url, key=...)``.
+
+>>> from chronomem.client import Client
+>>> with Client("http://127.0.0.1:8420", key="cmk_…", space="town") as mem:  # doctest: +SKIP
+...     mem.remember("Isabella is planning a party", agent="isabella")
+...     hits = mem.recall("who is planning a party?", explain=True)
+
+Each verb is defined once, in ``calls.py``, as a function that validates its arguments and
+describes the request; a :class:`Verb` gives both classes that function's signature, sending the
+call blocking or awaiting. Errors come back as the engine's own exception classes (the service
+sends them as problem documents); an unreachable service raises :class:`~chronomem.ServiceError`
+and a refused key :class:`~chronomem.AccessDeniedError`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+from typing import Any, Generic, ParamSpec, Self, TypeVar, overload
+from urllib.parse import quote
+
+import httpx
+
+from chronomem import errors
+from chronomem.checks import require_text
+from chronomem.client import calls
+from chronomem.client.calls import Call, ClockReading
+from chronomem.errors import AccessDeniedError, ChronomemError, ServiceError
+
+__all__ = ["AsyncClient", "Client", "ClockReading", "RemoteClock", "Verb"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class Verb(Generic[P, T]):
+    """One verb on both clients: ``client.recall(...)`` builds the call with ``calls.recall``'s
+    signature and sends it — blocking on a :class:`Client`, awaitable on an :class:`AsyncClient`."""
+
+    def __init__(self, build: Callable[P, Call[T]]) -> None:
+        self._build = build
+        self.__doc__ = build.__doc__
+
+    @overload
+    def __get__(self, client: None, owner: type) -> Verb[P, T]: ...
+
+    @overload
+    def __get__(self, client: Client, owner: type) -> Callable[P, T]: ...
+
+    @overload
+    def __get__(self, client: AsyncClient, owner: type) -> Callable[P, Awaitable[T]]: ...
+
+    def __get__(self, client: object, owner: type) -> Any:
+        if client is None:
+            return self
+        build = self._build
+        if isinstance(client, AsyncClient):
+            sender = client
+
+            @functools.wraps(build)
+            async def awaiting(*args: P.args, **kwargs: P.kwargs) -> T:
+                return await sender.send(build(*args, **kwargs))
+
+            return awaiting
+        assert isinstance(client, Client)
+        blocking_sender = client
+
+        @functools.wraps(build)
+        def blocking(*args: P.args, **kwargs: P.kwargs) -> T:
+            return blocking_sender.send(build(*args, **kwargs))
+
+        return blocking
+
+
+class _Verbs:
+    """The engine's verbs, shared by both clients."""
+
+    remember = Verb(calls.remember)
+    remember_many = Verb(calls.remember_many)
+    get = Verb(calls.get)
+    history = Verb(calls.history)
+    audit = Verb(calls.audit)
+    supersede = Verb(calls.supersede)
+    close_record = Verb(calls.close_record)
+    verify = Verb(calls.verify)
+    feedback = Verb(calls.feedback)
+    forget = Verb(calls.forget)
+    recall = Verb(calls.recall)
+    peek = Verb(calls.peek)
+    recall_many = Verb(calls.recall_many)
+    context = Verb(calls.context)
+    agents = Verb(calls.agents)
+    stats = Verb(calls.stats)
+    accumulated_importance = Verb(calls.accumulated_importance)
+    add_event = Verb(calls.add_event)
+    get_event = Verb(calls.get_event)
+    link = Verb(calls.link)
+    unlink = Verb(calls.unlink)
+    links = Verb(calls.links)
+    ancestors = Verb(calls.ancestors)
+    descendants = Verb(calls.descendants)
+    auto_link = Verb(calls.auto_link)
+    reflect = Verb(calls.reflect)
+    embed_passages = Verb(calls.embed_passages)
+    export = Verb(calls.export)
+    import_ = Verb(calls.import_)
+    clock_reading = Verb(calls.clock_reading)
+    set_clock = Verb(calls.set_clock)
+    advance_clock = Verb(calls.advance_clock)
+    health = Verb(calls.health)
+
+    _base: str
+    _space: str
+    _headers: dict[str, str]
+
+    def _setup(self, url: str, key: str | None, space: str) -> None:
+        self._space = require_text(space, "space")
+        self._base = url.rstrip("/")
+        self._headers = {"Accept": "application/json"}
+        if key:
+            self._headers["Authorization"] = f"Bearer {key}"
+
+    @property
+    def space(self) -> str:
+        return self._space
+
+    def _url(self, call: Call[Any]) -> str:
+        if call.path.startswith("/v1/"):
+            return self._base + call.path
+        return f"{self._base}/v1/spaces/{quote(self._space, safe='')}{call.path}"
+
+    def _request(self, call: Call[Any]) -> dict[str, Any]:
+        return {
+            "method": call.method,
+            "url": self._url(call),
+            "json": call.body,
+            "params": call.params,
+            "content": call.content,
+            "headers": self._headers,
+        }
+
+
+def _answer(call: Call[T], response: httpx.Response) -> T:
+    """The verb's value, or the error the service reported, raised as the engine's class."""
+    if response.status_code < 400:
+        return call.read(response.content)
+    raise _error(response)
+
+
+def _error(response: httpx.Response) -> ChronomemError:
+    try:
+        problem = response.json()
+        name, detail = str(problem["error"]), str(problem["detail"])
+    except (ValueError, KeyError, TypeError):
+        return ServiceError(
+            f"the service answered {response.status_code}: {response.text[:200]}",
+            status=response.status_code,
+        )
+    if response.status_code in (401, 403):
+        return AccessDeniedError(detail, status=response.status_code)
+    cls = getattr(errors, name, None)
+    if name == "NotFound":
+        cls = errors.NotFoundError
+    if not (isinstance(cls, type) and issubclass(cls, ChronomemError)):
+        return ServiceError(f"{name}: {detail}", status=response.status_code)
+    err = cls.__new__(cls)
+    Exception.__init__(err, detail)
+    for member in ("field", "record_id", "event_id", "expected_model", "expected_dim",
+                   "got_model", "got_dim"):  # fmt: skip
+        setattr(err, member, problem.get(member))
+    if isinstance(err, errors.DependentsExistError):
+        err.dependants = tuple(problem.get("dependants") or ())
+    if isinstance(err, errors.ReflectionError):
+        err.reasons = tuple(problem.get("reasons") or ())
+    if isinstance(err, errors.LLMHTTPError):
+        err.status, err.body = int(problem.get("upstream_status") or 0), ""
+    return err
+
+
+def _unreachable(exc: httpx.HTTPError, url: str) -> ServiceError:
+    return ServiceError(f"cannot reach the chronomem service at {url}: {exc}")
+
+
+class Client(_Verbs):
+    """A blocking client of one space of ``chronomem serve``.
+
+    Args:
+        url: the service's root, e.g. ``http://127.0.0.1:8420``.
+        key: an API key (``cmk_…``); none for a local server that has no keys yet.
+        space: the space every call addresses.
+        timeout: seconds per request.
+        transport: an ``httpx`` transport (tests, proxies).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        key: str | None = None,
+        space: str = "default",
+        timeout: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._setup(url, key, space)
+        self._http = httpx.Client(timeout=timeout, transport=transport)
+
+    def send(self, call: Call[T]) -> T:
+        """Send one call and read its answer."""
+        try:
+            response = self._http.request(**self._request(call))
+        except httpx.HTTPError as exc:
+            raise _unreachable(exc, self._base) from exc
+        return _answer(call, response)
+
+    @property
+    def clock(self) -> RemoteClock:
+        """The space's clock on the service (a :class:`~chronomem.clock.Clock`)."""
+        return RemoteClock(self)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncClient(_Verbs):
+    """An asyncio client of one space of ``chronomem serve``: :class:`Client`'s verbs, awaited."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        key: str | None = None,
+        space: str = "default",
+        timeout: float = 60.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._setup(url, key, space)
+        self._http = httpx.AsyncClient(timeout=timeout, transport=transport)
+
+    async def send(self, call: Call[T]) -> T:
+        """Send one call and read its answer."""
+        try:
+            response = await self._http.request(**self._request(call))
+        except httpx.HTTPError as exc:
+            raise _unreachable(exc, self._base) from exc
+        return _answer(call, response)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class RemoteClock:
+    """A space's clock on the service, as a :class:`~chronomem.clock.Clock` with the
+    :class:`~chronomem.SimClock` verbs (``set`` and ``advance`` need an admin key)."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def now(self) -> datetime:
+        return self._client.clock_reading().now
+
+    def set(self, instant: datetime | None) -> datetime:
+        return self._client.set_clock(instant).now
+
+    def advance(self, delta: timedelta | None = None, **parts: float) -> datetime:
+        by = (delta or timedelta()) + timedelta(**parts)
+        return self._client.advance_clock(by).now

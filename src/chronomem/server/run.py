@@ -1,0 +1,63 @@
+"""Starting ``chronomem serve``: open the store, check the keys rule, run uvicorn."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+from chronomem.embedders.base import Embedder
+from chronomem.errors import ConfigError
+from chronomem.llm.base import LLMClient
+from chronomem.server.auth import is_loopback
+
+__all__ = ["ServeSettings", "serve"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeSettings:
+    db: str | os.PathLike[str]
+    host: str = "127.0.0.1"
+    port: int = 8420
+    embedder: Embedder | None = None
+    preset: str = "default"
+    llm: LLMClient | None = None
+    max_body_bytes: int = 16 << 20
+    log_level: str = "info"
+
+
+def serve(settings: ServeSettings) -> int:
+    """Run the service until interrupted. Refuses a non-loopback address while the store holds
+    no active key (an open server would give every caller admin rights on every space)."""
+    try:
+        import uvicorn
+
+        from chronomem.server.app import create_app
+        from chronomem.server.spaces import SharedEmbedder, Spaces
+    except ImportError as exc:
+        raise ConfigError(
+            f"chronomem serve needs the serve extra: pip install 'chronomem[serve]' ({exc})"
+        ) from exc
+    embedder = None if settings.embedder is None else SharedEmbedder(settings.embedder)
+    spaces = Spaces(
+        location=settings.db, embedder=embedder, preset=settings.preset, llm=settings.llm
+    )
+    try:
+        loopback = is_loopback(settings.host)
+        if not loopback and not any(k.is_active for k in spaces.admin.api_keys()):
+            raise ConfigError(
+                f"refusing to serve on {settings.host} without API keys: anyone who can reach it "
+                f"would have admin rights. Create one with `chronomem keys create --scope admin "
+                f"--all-spaces`, or serve on 127.0.0.1"
+            )
+        app = create_app(spaces, loopback=loopback, max_body_bytes=settings.max_body_bytes)
+        mode = "open to the local user (no keys yet)" if loopback else "API keys required"
+        print(
+            f"chronomem serving {len(spaces.admin.spaces())} space(s) on "
+            f"http://{settings.host}:{settings.port} ({mode}); docs at /docs",
+            file=sys.stderr,
+        )
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+    finally:
+        spaces.close()
+    return 0

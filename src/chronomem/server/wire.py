@@ -1,0 +1,194 @@
+"""The request bodies of the HTTP service (pydantic, at the wire only — STYLE). Responses are the
+engine's own value types (``Record``, ``Hit``, ``WriteResult``, ...), serialised by pydantic from
+the dataclasses, so the service, its OpenAPI schema and the Python client share one definition.
+
+Instants must carry an offset (``AwareDatetime``: a naive instant is a 422). Fields are typed for
+the schema; the engine's own checks (``checks.py``, ``ReadOptions``) still run on every value, so
+the service accepts exactly what the library accepts.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from chronomem.model.event import EventKind, Provenance
+from chronomem.model.record import Kind, Sensitivity
+
+__all__ = [
+    "AdvanceIn",
+    "AutoLinkIn",
+    "BatchIn",
+    "ClockIn",
+    "ClockOut",
+    "CloseIn",
+    "ContextIn",
+    "EventIn",
+    "FeedbackIn",
+    "ForgetIn",
+    "LinkIn",
+    "PeekIn",
+    "ReadIn",
+    "RecallIn",
+    "RecallManyIn",
+    "RecordFields",
+    "ReflectIn",
+    "RememberIn",
+    "SupersedeIn",
+    "VerifyIn",
+]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _NewRecord(_In):
+    """A new record's fields (``remember``'s keyword arguments); unset fields take the engine's
+    defaults."""
+
+    text: str
+    agent: str | None = None
+    kind: Kind | None = None
+    importance: float | None = Field(default=None, description="1 (mundane) .. 10")
+    occurred_at: AwareDatetime | None = None
+    valid_from: AwareDatetime | None = None
+    valid_until: AwareDatetime | None = None
+    domain: str | None = None
+    tags: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    evidence: list[str] | None = None
+    event_id: str | None = None
+    sensitivity: Sensitivity | None = None
+    embedding: list[float] | None = None
+
+
+class RecordFields(_NewRecord):
+    supersedes: list[str] | None = None
+
+
+class RememberIn(RecordFields):
+    pass
+
+
+class BatchIn(_In):
+    items: list[RecordFields]
+    agent: str | None = None
+    kind: Kind | None = None
+
+
+class SupersedeIn(_NewRecord):
+    """The replacement record; agent, kind and domain default to the old record's."""
+
+    reason: str | None = None
+
+
+class ReadIn(_In):
+    """Read options (``ReadOptions``); see ``recall``."""
+
+    agent: str | None = None
+    agents: list[str] | None = None
+    k: int = 10
+    as_of: AwareDatetime | None = None
+    explain: bool = False
+    kinds: list[Kind] | None = None
+    include_history: bool = False
+    valid_at: AwareDatetime | None = None
+    preset: str | None = None
+    crisis: str | None = None
+    asker: str | None = None
+
+
+class PeekIn(ReadIn):
+    query: str = ""
+    query_embedding: list[float] | None = None
+
+
+class RecallIn(PeekIn):
+    touch: bool = True
+
+
+class RecallManyIn(ReadIn):
+    queries: list[str]
+    touch: bool = True
+    query_embeddings: list[list[float] | None] | None = None
+    sequential: bool | None = None
+
+
+class CloseIn(_In):
+    reason: str
+    valid_until: AwareDatetime | None = None
+
+
+class VerifyIn(_In):
+    reason: str | None = None
+
+
+class FeedbackIn(_In):
+    signal: Literal["helpful", "harmful"] | float
+    reason: str | None = None
+
+
+class ForgetIn(_In):
+    reason: str
+    purge: bool = False
+
+
+class EventIn(_In):
+    text: str
+    occurred_at: AwareDatetime | None = None
+    kind: EventKind = EventKind.HAPPENING
+    scope: str | None = None
+    metadata: dict[str, Any] | None = None
+    embedding: list[float] | None = None
+
+
+class LinkIn(_In):
+    cause: str
+    effect: str
+    weight: float = 1.0
+    provenance: Provenance = Provenance.EXPLICIT
+    similarity: float | None = None
+
+
+class AutoLinkIn(_In):
+    window: timedelta = timedelta(days=30)
+    threshold: float | None = None
+    weight_scale: float = 0.5
+
+
+class ContextIn(_In):
+    query: str | None = None
+    agent: str | None = None
+    agents: list[str] | None = None
+    crisis: str | None = None
+    k: int = 12
+    budget_tokens: int | None = None
+    as_of: AwareDatetime | None = None
+    touch: bool = True
+    preset: str | None = None
+
+
+class ReflectIn(_In):
+    agent: str
+    as_of: AwareDatetime | None = None
+    touch: bool | None = None
+
+
+class ClockIn(_In):
+    """``now``: the space's simulated instant, or ``null`` to follow the wall clock again."""
+
+    now: AwareDatetime | None
+
+
+class AdvanceIn(_In):
+    """How far to move the space's simulated clock (ISO 8601 duration or seconds)."""
+
+    by: timedelta
+
+
+class ClockOut(BaseModel):
+    now: AwareDatetime
+    simulated: bool

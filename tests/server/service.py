@@ -1,0 +1,73 @@
+"""A real ``chronomem serve`` for tests: uvicorn on an ephemeral 127.0.0.1 port, in a thread of
+the test process (so a test can seed ids the way tests/stores/test_contract.py does)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from chronomem.client import AsyncClient, RemoteClock
+from chronomem.server.app import create_app
+from chronomem.server.spaces import Spaces
+
+
+@contextmanager
+def running(
+    location: str | Path, *, loopback: bool = True, max_body_bytes: int = 16 << 20, **spaces: Any
+) -> Iterator[tuple[str, Spaces]]:
+    """The service's root URL and its handles, while it runs."""
+    handles = Spaces(location=location, **spaces)
+    app = create_app(handles, loopback=loopback, max_body_bytes=max_body_bytes)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", handles
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+        handles.close()
+
+
+class Blocking:
+    """An :class:`AsyncClient` driven from synchronous test code: every verb runs to completion
+    on one event loop, so the scenario written for ``Memory`` runs over it unchanged."""
+
+    def __init__(self, url: str, **kwargs: Any) -> None:
+        self._runner = asyncio.Runner()
+        self._client = AsyncClient(url, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        verb = getattr(self._client, name)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            return self._runner.run(verb(*args, **kwargs))
+
+        return run
+
+    @property
+    def clock(self) -> RemoteClock:
+        return RemoteClock(self)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self._runner.run(self._client.aclose())
+        self._runner.close()
+
+    def __enter__(self) -> Blocking:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
