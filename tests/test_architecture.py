@@ -21,7 +21,7 @@ LAYERS: dict[str, int] = {
     "scoring": 2, "graph": 2, "lifecycle": 2,
     "retrieval": 3, "context": 3, "reflection": 3, "writing": 3, "transfer": 3,
     "engine": 4,
-    "cli": 5, "server": 5, "client": 5,
+    "cli": 5, "server": 5, "client": 5, "adapters": 5,
 }  # fmt: skip
 BACKENDS = {"stores", "embedders", "llm"}
 

@@ -1,4 +1,4 @@
-"""The README's Python examples run as written (in a scratch directory)."""
+"""The Python examples of the README and of docs/ run as written (in a scratch directory)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,21 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
 
 
 def _params() -> list[object]:
     out: list[object] = []
-    for i, block in enumerate(BLOCKS):
-        needs_model = "Memory.open(" in block and "embedder=None" not in block
-        marks = [pytest.mark.slow] if needs_model else []
-        out.append(pytest.param(block, id=f"block{i}", marks=marks))
+    for page in PAGES:
+        blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+        name = "README" if page == README else page.relative_to(ROOT).as_posix()
+        for i, block in enumerate(blocks):
+            needs_model = "Memory.open(" in block and "embedder=None" not in block
+            marks = [pytest.mark.slow] if needs_model else []
+            out.append(pytest.param(block, id=f"{name}:{i}", marks=marks))
     return out
 
 
@@ -26,10 +31,12 @@ def test_readme_has_examples() -> None:
 
 
 @pytest.mark.parametrize("block", _params())
-def test_readme_example_runs(block: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_documented_example_runs(
+    block: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every block runs, except those whose first line says they are an illustration: those
     must still compile."""
-    code = compile(block, f"README block {BLOCKS.index(block)}", "exec")
+    code = compile(block, "a documented example", "exec")
     if block.startswith("# illustration"):
         return
     monkeypatch.chdir(tmp_path)

@@ -93,10 +93,11 @@ def number_in(
     return float(value)
 
 
-def positive_int(value: object, name: str) -> int:
-    """An ``int`` of at least 1 (not a boolean)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"{name} must be a positive integer; got {value!r}", field=name)
+def positive_int(value: object, name: str, *, minimum: int = 1) -> int:
+    """An ``int`` of at least ``minimum`` (1: a positive integer; not a boolean)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        what = "a positive integer" if minimum == 1 else f"an integer of at least {minimum}"
+        raise InvalidInputError(f"{name} must be {what}; got {value!r}", field=name)
     return value
 
 

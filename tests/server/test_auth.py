@@ -40,6 +40,7 @@ class Case:
 CASES = [
     Case("POST", "/records", Scope.WRITE, {"text": "a new note", "embedding": [1, 0]}),
     Case("POST", "/records/batch", Scope.WRITE, {"items": [{"text": "x", "embedding": [0, 1]}]}),
+    Case("GET", "/records", Scope.READ),
     Case("GET", "/records/{record}", Scope.READ),
     Case("GET", "/records/{record}/history", Scope.READ),
     Case("GET", "/records/{record}/audit", Scope.READ),
@@ -59,6 +60,9 @@ CASES = [
     Case("POST", "/context", Scope.READ, {"query": "note", "touch": False}),
     Case("GET", "/agents", Scope.READ),
     Case("GET", "/agents/default/importance", Scope.READ),
+    Case("GET", "/agents/default/core", Scope.READ),
+    Case("POST", "/agents/default/core/persona/append", Scope.WRITE, {"text": "I am careful."}),
+    Case("POST", "/agents/default/core/task/replace", Scope.WRITE, {"old": "ship", "new": "test"}),
     Case("GET", "/stats", Scope.READ),
     Case("POST", "/events", Scope.WRITE, {"text": "a storm", "embedding": [0, 1]}),
     Case("GET", "/events/{event}", Scope.READ),
@@ -109,6 +113,7 @@ def _prepare(url: str, token: str) -> dict[str, str]:
     with Client(url, key=token, space="a") as admin:
         record = admin.remember("a note", embedding=[1, 0]).id
         assert record is not None
+        admin.core_append("default", "task", "ship the release")
         other = admin.add_event("drought", embedding=[1, 0]).id
         event = admin.add_event("harvest failed", embedding=[1, 0.1]).id
     return {"record": record, "event": event, "other": other}
@@ -180,6 +185,8 @@ def _template(path: str) -> str:
         .replace("/events/{event}", "/events/{event_id}")
         .replace("/links/{other}/{event}", "/links/{cause}/{effect}")
         .replace("/agents/default/", "/agents/{agent}/")
+        .replace("/core/persona/", "/core/{label}/")
+        .replace("/core/task/", "/core/{label}/")
     )
 
 

@@ -416,3 +416,60 @@ def keys_revoke_command(args: argparse.Namespace, cfg: Settings) -> int:
         store.close()
     print(f"{key.id} revoked")
     return 0
+
+
+def core_show_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        found = mem.core_blocks(args.agent, as_of=args.as_of)
+    found = [b for b in found if args.label is None or b.label == args.label]
+    if args.json:
+        print_json([b.to_dict() for b in found])
+        return 0
+    for block in found:
+        print(f"[{block.label}]  {block.record_id}  {short_time(block.updated_at)}")
+        print("  " + block.text.replace("\n", "\n  "))
+    if not found:
+        print(f"{args.agent} has no core blocks" + (f" labelled {args.label!r}" * bool(args.label)))
+    return 0
+
+
+def core_append_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        block = mem.core_append(
+            args.agent, args.label, args.text, actor=cfg.actor, limit=args.limit
+        )
+    print(f"{block.label}: {len(block.text)} characters ({block.record_id})")
+    return 0
+
+
+def core_replace_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        block = mem.core_replace(
+            args.agent, args.label, args.old, args.new, actor=cfg.actor, limit=args.limit
+        )
+    print(f"{block.label}: {len(block.text)} characters ({block.record_id})")
+    return 0
+
+
+def mcp_command(args: argparse.Namespace, cfg: Settings) -> int:
+    """Serve the MCP tools over stdio until the client disconnects (stdout is the protocol:
+    nothing else is printed there)."""
+    try:
+        import anyio
+
+        from chronomem.server.mcp_server import build_server, stdio_binding
+    except ImportError as exc:
+        raise ConfigError(
+            f"chronomem mcp needs the mcp extra: pip install 'chronomem[mcp]' ({exc})"
+        ) from exc
+    if cfg.server:
+        raise ConfigError(
+            "chronomem mcp works on the store (--db); a service has its own MCP endpoint at "
+            "/v1/spaces/{space}/agents/{agent}/mcp"
+        )
+    memory = open_memory(cfg)
+    assert isinstance(memory, _memory_class())
+    with memory:
+        server = build_server(stdio_binding(memory, args.agent))
+        anyio.run(server.run_stdio_async)
+    return 0

@@ -247,6 +247,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.embed_passages_command)
 
     p = sub.add_parser(
+        "mcp", parents=[common], help="an MCP server over stdio: one agent edits its own memory"
+    )
+    p.add_argument("--agent", required=True, help="the agent every tool call acts as")
+    p.set_defaults(func=commands.mcp_command)
+
+    core = sub.add_parser("core", help="an agent's core memory blocks (persona, human, task)")
+    core_sub = core.add_subparsers(dest="core_command", required=True, metavar="ACTION")
+    p = core_sub.add_parser("show", parents=[common], help="the agent's blocks (optionally as of)")
+    p.add_argument("--agent", required=True)
+    p.add_argument("--label", help="only this block")
+    p.add_argument("--as-of", type=_instant, help="the blocks as they stood then")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=commands.core_show_command)
+    lifecycle_core = argparse.ArgumentParser(add_help=False, parents=[common])
+    lifecycle_core.add_argument("--agent", required=True)
+    lifecycle_core.add_argument("--actor", help="who edits (default: $CHRONOMEM_ACTOR, $USER)")
+    lifecycle_core.add_argument("--limit", type=int, default=2000, help="characters (2000)")
+    p = core_sub.add_parser("append", parents=[lifecycle_core], help="append text to a block")
+    p.add_argument("label")
+    p.add_argument("text")
+    p.set_defaults(func=commands.core_append_command)
+    p = core_sub.add_parser(
+        "replace", parents=[lifecycle_core], help="replace text in a block (a supersession)"
+    )
+    p.add_argument("label")
+    p.add_argument("--old", required=True, help="the text to replace (every occurrence)")
+    p.add_argument("--new", required=True, help="its replacement ('' deletes it)")
+    p.set_defaults(func=commands.core_replace_command)
+
+    p = sub.add_parser(
         "serve", parents=[common], help="run the HTTP service (every verb, per-space API keys)"
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")

@@ -80,6 +80,7 @@ class _Verbs:
 
     remember = Verb(calls.remember)
     remember_many = Verb(calls.remember_many)
+    records = Verb(calls.records)
     get = Verb(calls.get)
     history = Verb(calls.history)
     audit = Verb(calls.audit)
@@ -95,6 +96,9 @@ class _Verbs:
     agents = Verb(calls.agents)
     stats = Verb(calls.stats)
     accumulated_importance = Verb(calls.accumulated_importance)
+    core_blocks = Verb(calls.core_blocks)
+    core_append = Verb(calls.core_append)
+    core_replace = Verb(calls.core_replace)
     add_event = Verb(calls.add_event)
     get_event = Verb(calls.get_event)
     link = Verb(calls.link)

@@ -8,138 +8,40 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass, replace
-from datetime import UTC, datetime, timedelta
-from enum import Enum
-from functools import cache
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
-from urllib.parse import quote
-
-from pydantic import TypeAdapter
+from typing import TYPE_CHECKING, Any
 
 from chronomem.checks import optional_instant, positive_int, record_items, require_text
-from chronomem.clock import require_aware
-from chronomem.config import PRESETS, ScoringConfig
+from chronomem.client.wire import (
+    Call,
+    ClockReading,
+    given,
+    preset_name,
+    read_body,
+    reader,
+    segment,
+    wire,
+)
+from chronomem.config import ScoringConfig
 from chronomem.context.block import ContextBlock
-from chronomem.errors import ConfigError, InvalidInputError
+from chronomem.errors import InvalidInputError
 from chronomem.model.audit import AuditEntry, ForgetResult
+from chronomem.model.core import DEFAULT_CORE_LIMIT, CoreBlock
 from chronomem.model.event import Ancestor, Event, EventKind, Link, Provenance
 from chronomem.model.record import Hit, Kind, Record, Sensitivity, WriteResult
 from chronomem.model.reflection import ReflectionResult
 from chronomem.model.transfer import ImportReport
 from chronomem.retrieval.options import ReadOptions
 
-__all__ = ["Call", "ClockReading"]
+__all__ = ["Call", "ClockReading"]  # and one function per verb
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
     Vector = Sequence[float] | npt.NDArray[np.floating[Any]]
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class ClockReading:
-    """A space's clock as the service reports it."""
-
-    now: datetime
-    simulated: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Call(Generic[T]):
-    """One request: ``path`` is relative to ``/v1/spaces/{space}`` (or absolute when it starts
-    with ``/v1/``); ``read`` turns the answer's body into the verb's return value."""
-
-    method: str
-    path: str
-    read: Callable[[bytes], T]
-    body: Any = None
-    params: Mapping[str, str] | None = None
-    content: bytes | None = None
-
-
-@cache
-def _adapter(kind: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(kind)
-
-
-def _reader(kind: Any) -> Callable[[bytes], Any]:
-    def read(content: bytes) -> Any:
-        return _utc(_adapter(kind).validate_json(content))
-
-    return read
-
-
-def _utc(value: Any) -> Any:
-    """``value`` with every instant in :data:`datetime.UTC` (pydantic gives its own tzinfo), so
-    values read from the service equal the engine's in every respect, ``repr`` included."""
-    if isinstance(value, datetime):
-        return value.astimezone(UTC)
-    if is_dataclass(value) and not isinstance(value, type):
-        changed = {
-            f.name: _utc(getattr(value, f.name))
-            for f in fields(value)
-            if isinstance(getattr(value, f.name), datetime | tuple | list)
-            or is_dataclass(getattr(value, f.name))
-        }
-        return replace(value, **changed) if changed else value
-    if isinstance(value, tuple):
-        return tuple(_utc(v) for v in value)
-    if isinstance(value, list):
-        return [_utc(v) for v in value]
-    return value
-
-
-def _wire(value: Any) -> Any:
-    """A JSON value for an argument: aware instants as ISO 8601, durations as ISO 8601, vectors
-    as lists (numpy is not imported for it: a client does not need it), enums as their values."""
-    if isinstance(value, datetime):
-        return require_aware(value).isoformat()
-    if isinstance(value, timedelta):
-        return _adapter(timedelta).dump_python(value, mode="json")
-    if isinstance(value, Enum):
-        return value.value
-    if hasattr(value, "tolist") and hasattr(value, "dtype"):  # numpy arrays and scalars
-        return _wire(value.tolist())
-    if isinstance(value, Mapping):
-        return {str(k): _wire(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_wire(v) for v in value]
-    return value
-
-
-def _body(**fields: Any) -> dict[str, Any]:
-    """The fields that were given (``None`` means "the default")."""
-    return {name: _wire(value) for name, value in fields.items() if value is not None}
-
-
-def _segment(value: str, name: str) -> str:
-    return quote(require_text(value, name), safe="")
-
-
-def _preset_name(preset: str | ScoringConfig | None) -> str | None:
-    if preset is None or isinstance(preset, str):
-        return preset
-    if PRESETS.get(preset.name) != preset:
-        raise ConfigError(
-            f"presets travel by name over HTTP; {preset.name!r} differs from the named preset "
-            f"(configure the server with it instead)"
-        )
-    return preset.name
-
-
-def _read_body(options: ReadOptions) -> dict[str, Any]:
-    return _body(
-        agents=options.agents, k=options.k, as_of=options.as_of, explain=options.explain,
-        kinds=None if options.kinds is None else sorted(str(k) for k in options.kinds),
-        include_history=options.include_history, valid_at=options.valid_at,
-        preset=_preset_name(options.preset), crisis=options.crisis, asker=options.asker,
-    )  # fmt: skip
 
 
 # -- records ------------------------------------------------------------------------------------
@@ -154,8 +56,8 @@ def remember(
     actor: str | None = None,
 ) -> Call[WriteResult]:  # fmt: skip
     """:meth:`chronomem.Memory.remember`. ``actor`` is the key's: the service audits as the key."""
-    body = _body(**{k: v for k, v in locals().items() if k != "actor"})
-    return Call("POST", "/records", _reader(WriteResult), body)
+    body = given(**{k: v for k, v in locals().items() if k != "actor"})
+    return Call("POST", "/records", reader(WriteResult), body)
 
 
 def remember_many(
@@ -163,26 +65,52 @@ def remember_many(
     kind: Kind | str | None = None, progress: bool = False, actor: str | None = None,
 ) -> Call[list[WriteResult]]:  # fmt: skip
     """:meth:`chronomem.Memory.remember_many`."""
-    batch = [_body(**item) for item in record_items(items)]
-    body = {"items": batch, **_body(agent=agent, kind=kind)}
-    return Call("POST", "/records/batch", _reader(list[WriteResult]), body)
+    batch = [given(**item) for item in record_items(items)]
+    body = {"items": batch, **given(agent=agent, kind=kind)}
+    return Call("POST", "/records/batch", reader(list[WriteResult]), body)
+
+
+def records(
+    *, agent: str | None = None, agents: Sequence[str] | None = None,
+    kinds: Iterable[Kind | str] | None = None, domain: str | None = None,
+    include_history: bool = False, since: datetime | None = None,
+    until: datetime | None = None, as_of: datetime | None = None, limit: int = 100,
+    offset: int = 0,
+) -> Call[list[Record]]:  # fmt: skip
+    """:meth:`chronomem.Memory.records`."""
+    options = ReadOptions.from_arguments(
+        {"agent": agent, "agents": agents, "kinds": kinds, "as_of": as_of}
+    )
+    params: dict[str, Any] = {
+        "agent": list(options.agents or ()), "kind": sorted(map(str, options.kinds or ())),
+        "include_history": str(bool(include_history)).lower(),
+        "limit": str(positive_int(limit, "limit")),
+        "offset": str(positive_int(offset, "offset", minimum=0)),
+    }  # fmt: skip
+    for name, value in (("since", since), ("until", until), ("as_of", options.as_of)):
+        at = optional_instant(value, name)
+        if at is not None:
+            params[name] = at.isoformat()
+    if domain is not None:
+        params["domain"] = require_text(domain, "domain")
+    return Call("GET", "/records", reader(list[Record]), params=params)
 
 
 def get(record_id: str) -> Call[Record]:
     """:meth:`chronomem.Memory.get`."""
-    return Call("GET", f"/records/{_segment(record_id, 'record_id')}", _reader(Record))
+    return Call("GET", f"/records/{segment(record_id, 'record_id')}", reader(Record))
 
 
 def history(record_id: str) -> Call[list[Record]]:
     """:meth:`chronomem.Memory.history`."""
-    path = f"/records/{_segment(record_id, 'record_id')}/history"
-    return Call("GET", path, _reader(list[Record]))
+    path = f"/records/{segment(record_id, 'record_id')}/history"
+    return Call("GET", path, reader(list[Record]))
 
 
 def audit(record_id: str | None = None) -> Call[list[AuditEntry]]:
     """:meth:`chronomem.Memory.audit`."""
-    path = "/audit" if record_id is None else f"/records/{_segment(record_id, 'record_id')}/audit"
-    return Call("GET", path, _reader(list[AuditEntry]))
+    path = "/audit" if record_id is None else f"/records/{segment(record_id, 'record_id')}/audit"
+    return Call("GET", path, reader(list[AuditEntry]))
 
 
 def supersede(
@@ -206,40 +134,40 @@ def supersede(
             "over HTTP, supersede one record per call, or remember(..., supersedes=[...])",
             field="old_ids",
         )
-    path = f"/records/{_segment(ids[0], 'old_ids')}/supersede"
-    return Call("POST", path, _reader(WriteResult), _body(**fields))
+    path = f"/records/{segment(ids[0], 'old_ids')}/supersede"
+    return Call("POST", path, reader(WriteResult), given(**fields))
 
 
 def close_record(
     record_id: str, reason: str, *, valid_until: datetime | None = None, actor: str | None = None
 ) -> Call[Record]:
     """:meth:`chronomem.Memory.close_record`."""
-    path = f"/records/{_segment(record_id, 'record_id')}/close"
-    body = _body(reason=require_text(reason, "reason"), valid_until=valid_until)
-    return Call("POST", path, _reader(Record), body)
+    path = f"/records/{segment(record_id, 'record_id')}/close"
+    body = given(reason=require_text(reason, "reason"), valid_until=valid_until)
+    return Call("POST", path, reader(Record), body)
 
 
 def verify(record_id: str, *, actor: str | None = None, reason: str | None = None) -> Call[Record]:
     """:meth:`chronomem.Memory.verify`."""
-    path = f"/records/{_segment(record_id, 'record_id')}/verify"
-    return Call("POST", path, _reader(Record), _body(reason=reason))
+    path = f"/records/{segment(record_id, 'record_id')}/verify"
+    return Call("POST", path, reader(Record), given(reason=reason))
 
 
 def feedback(
     record_id: str, signal: str | float, reason: str | None = None, *, actor: str | None = None
 ) -> Call[Record]:
     """:meth:`chronomem.Memory.feedback`."""
-    path = f"/records/{_segment(record_id, 'record_id')}/feedback"
-    return Call("POST", path, _reader(Record), _body(signal=signal, reason=reason))
+    path = f"/records/{segment(record_id, 'record_id')}/feedback"
+    return Call("POST", path, reader(Record), given(signal=signal, reason=reason))
 
 
 def forget(
     record_id: str, reason: str, *, purge: bool = False, actor: str | None = None
 ) -> Call[ForgetResult]:
     """:meth:`chronomem.Memory.forget` (a purge needs an admin key)."""
-    path = f"/records/{_segment(record_id, 'record_id')}/forget"
-    body = _body(reason=require_text(reason, "reason"), purge=purge)
-    return Call("POST", path, _reader(ForgetResult), body)
+    path = f"/records/{segment(record_id, 'record_id')}/forget"
+    body = given(reason=require_text(reason, "reason"), purge=purge)
+    return Call("POST", path, reader(ForgetResult), body)
 
 
 # -- reads --------------------------------------------------------------------------------------
@@ -254,10 +182,10 @@ def recall(
     """:meth:`chronomem.Memory.recall`."""
     chosen = ReadOptions.from_arguments(locals())
     body = {
-        **_read_body(chosen), "touch": chosen.touch,
-        **_body(query=query, query_embedding=query_embedding),
+        **read_body(chosen), "touch": chosen.touch,
+        **given(query=query, query_embedding=query_embedding),
     }  # fmt: skip
-    return Call("POST", "/recall", _reader(list[Hit]), body)
+    return Call("POST", "/recall", reader(list[Hit]), body)
 
 
 def peek(
@@ -270,8 +198,8 @@ def peek(
 ) -> Call[list[Hit]]:  # fmt: skip
     """:meth:`chronomem.Memory.peek`: never touches."""
     chosen = ReadOptions.from_arguments(locals())
-    body = {**_read_body(chosen), **_body(query=query, query_embedding=query_embedding)}
-    return Call("POST", "/peek", _reader(list[Hit]), body)
+    body = {**read_body(chosen), **given(query=query, query_embedding=query_embedding)}
+    return Call("POST", "/peek", reader(list[Hit]), body)
 
 
 def recall_many(
@@ -288,13 +216,13 @@ def recall_many(
         raise InvalidInputError("queries must be a list of strings, not one string")
     chosen = ReadOptions.from_arguments(locals())
     vectors = None if query_embeddings is None else [
-        None if v is None else _wire(v) for v in query_embeddings
+        None if v is None else wire(v) for v in query_embeddings
     ]  # fmt: skip
     body = {
-        **_read_body(chosen), "touch": chosen.touch, "queries": list(queries),
-        **_body(sequential=chosen.sequential, query_embeddings=vectors),
+        **read_body(chosen), "touch": chosen.touch, "queries": list(queries),
+        **given(sequential=chosen.sequential, query_embeddings=vectors),
     }  # fmt: skip
-    return Call("POST", "/recall-many", _reader(list[list[Hit]]), body)
+    return Call("POST", "/recall-many", reader(list[list[Hit]]), body)
 
 
 def context(
@@ -304,26 +232,53 @@ def context(
     preset: str | ScoringConfig | None = None,
 ) -> Call[ContextBlock]:  # fmt: skip
     """:meth:`chronomem.Memory.context` (tokens are counted by the server's default counter)."""
-    body = _body(
+    body = given(
         query=query, agent=agent, agents=agents, crisis=crisis, k=k,
-        budget_tokens=budget_tokens, as_of=as_of, touch=touch, preset=_preset_name(preset),
+        budget_tokens=budget_tokens, as_of=as_of, touch=touch, preset=preset_name(preset),
     )  # fmt: skip
-    return Call("POST", "/context", _reader(ContextBlock), body)
+    return Call("POST", "/context", reader(ContextBlock), body)
 
 
 def agents() -> Call[list[str]]:
     """:meth:`chronomem.Memory.agents`."""
-    return Call("GET", "/agents", _reader(list[str]))
+    return Call("GET", "/agents", reader(list[str]))
 
 
 def stats() -> Call[dict[str, Any]]:
     """:meth:`chronomem.Memory.stats` (without the server's store location)."""
-    return Call("GET", "/stats", _reader(dict[str, Any]))
+    return Call("GET", "/stats", reader(dict[str, Any]))
 
 
 def accumulated_importance(agent: str) -> Call[float]:
     """:meth:`chronomem.Memory.accumulated_importance`."""
-    return Call("GET", f"/agents/{_segment(agent, 'agent')}/importance", _reader(float))
+    return Call("GET", f"/agents/{segment(agent, 'agent')}/importance", reader(float))
+
+
+# -- core memory blocks -------------------------------------------------------------------------
+def core_blocks(agent: str, *, as_of: datetime | None = None) -> Call[list[CoreBlock]]:
+    """:meth:`chronomem.Memory.core_blocks`."""
+    at = optional_instant(as_of, "as_of")
+    params = None if at is None else {"as_of": at.isoformat()}
+    path = f"/agents/{segment(agent, 'agent')}/core"
+    return Call("GET", path, reader(list[CoreBlock]), params=params)
+
+
+def core_append(
+    agent: str, label: str, text: str, *, actor: str | None = None,
+    limit: int = DEFAULT_CORE_LIMIT,
+) -> Call[CoreBlock]:  # fmt: skip
+    """:meth:`chronomem.Memory.core_append` (the audit names the key)."""
+    path = f"/agents/{segment(agent, 'agent')}/core/{segment(label, 'label')}/append"
+    return Call("POST", path, reader(CoreBlock), given(text=text, limit=limit))
+
+
+def core_replace(
+    agent: str, label: str, old: str, new: str, *, actor: str | None = None,
+    limit: int = DEFAULT_CORE_LIMIT,
+) -> Call[CoreBlock]:  # fmt: skip
+    """:meth:`chronomem.Memory.core_replace` (the audit names the key)."""
+    path = f"/agents/{segment(agent, 'agent')}/core/{segment(label, 'label')}/replace"
+    return Call("POST", path, reader(CoreBlock), {"old": old, "new": new, "limit": limit})
 
 
 # -- causal graph -------------------------------------------------------------------------------
@@ -333,12 +288,12 @@ def add_event(
     metadata: Mapping[str, Any] | None = None, embedding: Vector | None = None,
 ) -> Call[Event]:  # fmt: skip
     """:meth:`chronomem.Memory.add_event`."""
-    return Call("POST", "/events", _reader(Event), _body(**locals()))
+    return Call("POST", "/events", reader(Event), given(**locals()))
 
 
 def get_event(event_id: str) -> Call[Event]:
     """:meth:`chronomem.Memory.get_event`."""
-    return Call("GET", f"/events/{_segment(event_id, 'event_id')}", _reader(Event))
+    return Call("GET", f"/events/{segment(event_id, 'event_id')}", reader(Event))
 
 
 def link(
@@ -346,18 +301,18 @@ def link(
     provenance: Provenance | str = Provenance.EXPLICIT, *, similarity: float | None = None,
 ) -> Call[Link]:  # fmt: skip
     """:meth:`chronomem.Memory.link`."""
-    return Call("POST", "/links", _reader(Link), _body(**locals()))
+    return Call("POST", "/links", reader(Link), given(**locals()))
 
 
 def unlink(cause: str, effect: str) -> Call[bool]:
     """:meth:`chronomem.Memory.unlink`."""
-    path = f"/links/{_segment(cause, 'cause')}/{_segment(effect, 'effect')}"
-    return Call("DELETE", path, _reader(bool))
+    path = f"/links/{segment(cause, 'cause')}/{segment(effect, 'effect')}"
+    return Call("DELETE", path, reader(bool))
 
 
 def links() -> Call[list[Link]]:
     """:meth:`chronomem.Memory.links`."""
-    return Call("GET", "/links", _reader(list[Link]))
+    return Call("GET", "/links", reader(list[Link]))
 
 
 def _reach(direction: str, event_id: str, max_depth: int, as_of: datetime | None) -> Call[Any]:
@@ -366,8 +321,8 @@ def _reach(direction: str, event_id: str, max_depth: int, as_of: datetime | None
     at = optional_instant(as_of, "as_of")
     if at is not None:
         params["as_of"] = at.isoformat()
-    path = f"/events/{_segment(event_id, 'event_id')}/{direction}"
-    return Call("GET", path, _reader(list[Ancestor]), params=params)
+    path = f"/events/{segment(event_id, 'event_id')}/{direction}"
+    return Call("GET", path, reader(list[Ancestor]), params=params)
 
 
 def ancestors(
@@ -389,9 +344,9 @@ def auto_link(
     weight_scale: float = 0.5,
 ) -> Call[list[Link]]:  # fmt: skip
     """:meth:`chronomem.Memory.auto_link`."""
-    path = f"/events/{_segment(event_id, 'event_id')}/auto-link"
-    body = _body(window=window, threshold=threshold, weight_scale=weight_scale)
-    return Call("POST", path, _reader(list[Link]), body)
+    path = f"/events/{segment(event_id, 'event_id')}/auto-link"
+    body = given(window=window, threshold=threshold, weight_scale=weight_scale)
+    return Call("POST", path, reader(list[Link]), body)
 
 
 # -- reflection ---------------------------------------------------------------------------------
@@ -399,14 +354,14 @@ def reflect(
     agent: str, *, as_of: datetime | None = None, touch: bool | None = None
 ) -> Call[ReflectionResult]:
     """:meth:`chronomem.Memory.reflect`, with the server's LLM."""
-    body = _body(agent=require_text(agent, "agent"), as_of=as_of, touch=touch)
-    return Call("POST", "/reflections", _reader(ReflectionResult), body)
+    body = given(agent=require_text(agent, "agent"), as_of=as_of, touch=touch)
+    return Call("POST", "/reflections", reader(ReflectionResult), body)
 
 
 def embed_passages(*, progress: bool = False, batch: int = 512) -> Call[int]:
     """:meth:`chronomem.Memory.embed_passages` (admin; the server embeds in its own batches)."""
     positive_int(batch, "batch")
-    return Call("POST", "/embed-passages", _reader(int))
+    return Call("POST", "/embed-passages", reader(int))
 
 
 # -- moving data in and out (admin) ---------------------------------------------------------------
@@ -430,27 +385,25 @@ def import_(path: str | os.PathLike[str]) -> Call[ImportReport]:
     source = Path(path)
     if not source.is_file():
         raise InvalidInputError(f"archive not found: {source}", field="path")
-    return Call("POST", "/import", _reader(ImportReport), content=source.read_bytes())
+    return Call("POST", "/import", reader(ImportReport), content=source.read_bytes())
 
 
 # -- the space's clock --------------------------------------------------------------------------
 def clock_reading() -> Call[ClockReading]:
     """The space's clock: its now and whether it is simulated."""
-    return Call("GET", "/clock", _reader(ClockReading))
+    return Call("GET", "/clock", reader(ClockReading))
 
 
 def set_clock(now: datetime | None) -> Call[ClockReading]:
     """Set the space's simulated now (``None``: follow the wall clock again); admin."""
-    return Call(
-        "PUT", "/clock", _reader(ClockReading), {"now": _wire(optional_instant(now, "now"))}
-    )
+    return Call("PUT", "/clock", reader(ClockReading), {"now": wire(optional_instant(now, "now"))})
 
 
 def advance_clock(by: timedelta) -> Call[ClockReading]:
     """Move the space's simulated clock forward by ``by``; admin."""
-    return Call("POST", "/clock/advance", _reader(ClockReading), {"by": _wire(by)})
+    return Call("POST", "/clock/advance", reader(ClockReading), {"by": wire(by)})
 
 
 def health() -> Call[dict[str, Any]]:
     """The service's health (no key needed)."""
-    return Call("GET", "/v1/health", _reader(dict[str, Any]))
+    return Call("GET", "/v1/health", reader(dict[str, Any]))

@@ -10,7 +10,7 @@ layout and a walk-through of one recall are in ``docs/architecture.md``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -24,12 +24,13 @@ from chronomem.checks import (
 )
 from chronomem.config import ReflectionConfig, ScoringConfig
 from chronomem.context.block import ContextBlock, TokenCounter, approximate_tokens
-from chronomem.engine import graph, lifecycle, reflect, transfer, write
+from chronomem.engine import core, graph, lifecycle, reflect, transfer, write
 from chronomem.engine.view import MemoryView, Vector
 from chronomem.engine.write import record_fields
 from chronomem.errors import InvalidInputError
 from chronomem.llm.base import LLMClient
 from chronomem.model.audit import ForgetResult
+from chronomem.model.core import DEFAULT_CORE_LIMIT, CoreBlock
 from chronomem.model.event import Event, EventKind, Link, Provenance
 from chronomem.model.record import Hit, Kind, Record, Sensitivity, WriteResult
 from chronomem.model.reflection import ReflectionResult
@@ -321,13 +322,9 @@ class Memory(MemoryView):
             return h.store.delete_link(h.space, cause, effect)
 
     def auto_link(
-        self,
-        event_id: str,
-        *,
-        window: timedelta = timedelta(days=30),
-        threshold: float | None = None,
-        weight_scale: float = 0.5,
-    ) -> list[Link]:
+        self, event_id: str, *, window: timedelta = timedelta(days=30),
+        threshold: float | None = None, weight_scale: float = 0.5,
+    ) -> list[Link]:  # fmt: skip
         """Propose ``inferred`` links into ``event_id`` from events that occurred in the
         ``window`` before it and whose cosine similarity to it is at or above ``threshold``
         (default: the preset's per-embedder association threshold). The weight,
@@ -353,19 +350,12 @@ class Memory(MemoryView):
             )  # fmt: skip
 
     def context(
-        self,
-        query: str | None = None,
-        *,
-        agent: str | None = None,
-        agents: Sequence[str] | None = None,
-        crisis: str | None = None,
-        k: int = 12,
-        budget_tokens: int | None = None,
-        as_of: datetime | None = None,
-        touch: bool = True,
+        self, query: str | None = None, *, agent: str | None = None,
+        agents: Sequence[str] | None = None, crisis: str | None = None, k: int = 12,
+        budget_tokens: int | None = None, as_of: datetime | None = None, touch: bool = True,
         preset: str | ScoringConfig | None = None,
         count_tokens: TokenCounter = approximate_tokens,
-    ) -> ContextBlock:
+    ) -> ContextBlock:  # fmt: skip
         """A prompt-ready block: the question, the ranked evidence (holders, date, importance,
         id, lifecycle markers) and, with a ``crisis``, the causal chain from root to crisis with
         link weights — as ``.text`` and as data.
@@ -385,6 +375,38 @@ class Memory(MemoryView):
                 h, query, options, now=h.now(), budget_tokens=budget_tokens,
                 count_tokens=count_tokens,
             )  # fmt: skip
+
+    # -- core memory blocks (DESIGN §3) ------------------------------------------------------
+    def core_append(
+        self, agent: str, label: str, text: str, *, actor: str | None = None,
+        limit: int = DEFAULT_CORE_LIMIT,
+    ) -> CoreBlock:  # fmt: skip
+        """Append ``text`` to the agent's block ``label`` (created when missing): the current
+        version is superseded by one holding both, audited with ``actor``. Refused, writing
+        nothing, when the block would exceed ``limit`` characters."""
+        return self._edit(agent, label, core.appending(text), actor, limit)
+
+    def core_replace(
+        self, agent: str, label: str, old: str, new: str, *, actor: str | None = None,
+        limit: int = DEFAULT_CORE_LIMIT,
+    ) -> CoreBlock:  # fmt: skip
+        """Replace every occurrence of ``old`` in the agent's block ``label`` with ``new`` (which
+        may be empty) — a supersession, never an overwrite: the previous version stays readable
+        in :meth:`history` and as of its time.
+
+        Raises:
+            NotFoundError: no such block, or ``old`` is not in it.
+        """
+        return self._edit(agent, label, core.replacing(old, new), actor, limit)
+
+    def _edit(
+        self, agent: str, label: str, change: Callable[[str | None], str], actor: str | None,
+        limit: int,
+    ) -> CoreBlock:  # fmt: skip
+        agent, label = require_text(agent, "agent"), core.check_label(label)
+        limit = positive_int(limit, "limit")
+        with self._call() as h:
+            return core.edit(h, agent, label, change, now=h.now, actor=actor, limit=limit)
 
     # -- reflection (DESIGN §5) -----------------------------------------------------------
     def maybe_reflect(
@@ -410,23 +432,17 @@ class Memory(MemoryView):
         touch: bool | None = None,
         config: ReflectionConfig | None = None,
     ) -> ReflectionResult:
-        """Reflect now (Park et al. 2023 §4.2): ask for focal questions about the agent's recent
-        records, retrieve evidence for each, ask for insights citing that evidence by number,
-        validate every answer (citations in range, at least one per insight, no repeats, no more
-        than asked) and retry with the reasons when it fails. The insights are stored in one
-        transaction as ``reflection`` records whose ``evidence`` holds the cited ids (depth 1 +
-        the deepest cited record), each with its question and support scores in ``metadata``;
-        the agent's accumulated importance is reset in the same transaction.
+        """Reflect now (Park et al. 2023 §4.2; docs/reflection.md): focal questions about the
+        agent's recent records, evidence for each, insights citing it by number — every answer
+        validated and retried with the reasons — stored in one transaction as ``reflection``
+        records citing their evidence; the accumulated importance is reset with them.
 
-        Args:
-            llm: the model (default: the one given to :meth:`open`).
-            as_of: the instant reflected at (default now); only records visible then are used.
-            touch: whether evidence retrieval touches what it returns (default: the config's,
-                read-only).
+        ``llm`` defaults to the one given to :meth:`open`; ``as_of`` (default now) limits the
+        records used; ``touch``: whether evidence retrieval touches (default: read-only).
 
         Raises:
             ConfigError: no LLM. ReflectionError: invalid answers after every retry, the model
-            unreachable, or no records to reflect on — and nothing was stored.
+            unreachable, or nothing to reflect on — and nothing was stored.
         """
         agent = require_text(agent, "agent")
         at = optional_instant(as_of, "as_of")
@@ -459,14 +475,8 @@ class Memory(MemoryView):
     ) -> GAImportReport:
         """Import a Generative Agents persona's ``associative_memory/`` folder (the persona
         folder, its ``bootstrap_memory/``, or the folder itself) as ``agent`` (default: the
-        scratch file's name), in one transaction.
-
-        Events become observations, chats chats, thoughts with evidence reflections (their
-        ``filling`` mapped to the new ids) and others thoughts; ``created`` (read as UTC) is when
-        each was recorded and last accessed; poignancy is importance; the original node id stays
-        in ``metadata["ga_node_id"]``. With an embedder the texts are re-embedded; without one,
-        the file's vectors are used when their dimension fits the store. The report lists, by
-        node id, everything the import could not carry over exactly.
+        scratch file's name), in one transaction; the report lists, by node id, everything that
+        could not be carried over exactly. The mapping is in docs/reflection.md.
         """
         agent = optional_text(agent, "agent")
         with self._call() as h:

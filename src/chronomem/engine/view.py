@@ -20,14 +20,15 @@ from typing import Any, Literal, Self
 import numpy as np
 import numpy.typing as npt
 
-from chronomem.checks import optional_instant, positive_int, require_text
+from chronomem.checks import optional_instant, optional_text, positive_int, require_text
 from chronomem.clock import Clock
 from chronomem.config import ReflectionConfig, ScoringConfig, WriteGate
 from chronomem.embedders.base import Embedder
-from chronomem.engine import graph, lifecycle, read, transfer
+from chronomem.engine import browse, core, graph, lifecycle, read, transfer
 from chronomem.engine.handle import Handle, open_handle
 from chronomem.llm.base import LLMClient
 from chronomem.model.audit import AuditEntry
+from chronomem.model.core import CoreBlock
 from chronomem.model.event import Ancestor, Event, Link
 from chronomem.model.record import Hit, Kind, Record
 from chronomem.retrieval.options import ReadOptions
@@ -249,3 +250,37 @@ class MemoryView:
         records. The file is replaced atomically; the same content gives the same bytes."""
         with self._call() as h:
             return transfer.export(h, path)
+
+    def records(
+        self, *, agent: str | None = None, agents: Sequence[str] | None = None,
+        kinds: Iterable[Kind | str] | None = None, domain: str | None = None,
+        include_history: bool = False, since: datetime | None = None,
+        until: datetime | None = None, as_of: datetime | None = None, limit: int = 100,
+        offset: int = 0,
+    ) -> list[Record]:  # fmt: skip
+        """Browse without a query: the records a read at ``as_of`` (default now) would see —
+        closed and superseded ones too with ``include_history`` — of these agents (default all),
+        kinds and ``domain``, recorded in ``[since, until)``, newest first, ``limit`` from
+        ``offset``. Read-only."""
+        options = ReadOptions.from_arguments(
+            {"agent": agent, "agents": agents, "kinds": kinds, "as_of": as_of}
+        )
+        window = (optional_instant(since, "since"), optional_instant(until, "until"))
+        limit, offset = positive_int(limit, "limit"), positive_int(offset, "offset", minimum=0)
+        with self._call() as h:
+            return browse.records(
+                h, agents=options.agents, domain=optional_text(domain, "domain"),
+                kinds=None if options.kinds is None else frozenset(map(Kind, options.kinds)),
+                include_history=bool(include_history), since=window[0], until=window[1],
+                as_of=options.as_of or h.now(), limit=limit, offset=offset,
+            )  # fmt: skip
+
+    # -- core memory blocks (DESIGN §3) -------------------------------------------------------
+    def core_blocks(self, agent: str, *, as_of: datetime | None = None) -> list[CoreBlock]:
+        """The agent's core memory blocks (``persona``, ``human``, ...) as they stood at
+        ``as_of`` (default now), by label. Each version's ``record_id`` leads to its
+        :meth:`history`."""
+        agent = require_text(agent, "agent")
+        at = optional_instant(as_of, "as_of")
+        with self._call() as h:
+            return core.blocks(h, agent, as_of=at or h.now())

@@ -24,7 +24,10 @@ __all__ = [
 
 
 class Kind(StrEnum):
-    """What a record is. Serialised the same in SQL, JSON and CLI flags."""
+    """What a record is. Serialised the same in SQL, JSON and CLI flags.
+
+    ``core`` records are an agent's core memory blocks (the MemGPT pattern: named text always in
+    its context, edited by supersession); reads leave them out unless ``kinds`` names them."""
 
     OBSERVATION = "observation"
     CHAT = "chat"
@@ -34,6 +37,7 @@ class Kind(StrEnum):
     FACT = "fact"
     INSTRUCTION = "instruction"
     DECISION = "decision"
+    CORE = "core"
 
 
 class Sensitivity(StrEnum):

@@ -60,13 +60,19 @@ def visible(
     ends its window; before the closing, the window it had applies).
 
     Returns ``None`` when every row is a candidate (found from per-agent bounds, without a pass
-    over the rows).
+    over the rows). Kind filters that no loaded record can trip are dropped first, so excluding a
+    kind nobody holds costs nothing.
     """
+    bounds = [a.bounds() for a in cols.arrays]
+    present = frozenset().union(*(b.kinds for b in bounds))
+    if kinds is not None and present <= kinds:
+        kinds = None
+    exclude_kinds = exclude_kinds & present
     filtered = kinds is not None or bool(exclude_kinds) or bool(exclude_text)
     if not filtered and all(
         b.max_recorded <= as_of_us
         and (include_history or (b.max_valid_from <= valid_at_us < b.min_valid_until))
-        for b in (a.bounds() for a in cols.arrays)
+        for b in bounds
     ):
         return None
     mask: Mask = cols.cat("recorded_at") <= as_of_us

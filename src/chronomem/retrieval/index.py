@@ -20,7 +20,7 @@ from chronomem.model.record import Kind
 from chronomem.stores.base import NEVER, SINCE_EVER, MemoryStore, RecordColumns
 from chronomem.text import dedup_key, event_key, speaker
 
-__all__ = ["KINDS", "KIND_CODES", "AgentArrays", "Bounds", "SpaceIndex"]
+__all__ = ["KINDS", "KIND_CODES", "AgentArrays", "Bounds", "SpaceIndex", "domain_key"]
 
 
 KINDS: tuple[Kind, ...] = tuple(Kind)
@@ -38,6 +38,11 @@ class Bounds:
 
 
 _ID_DTYPE = np.dtype("<U26")
+
+
+def domain_key(domain: str | None) -> int:
+    """The hash :meth:`AgentArrays.domain_keys` holds for ``domain`` (0 for none)."""
+    return 0 if domain is None else dedup_key("\x00" + domain)
 
 
 def _unit_rows(vectors: F32) -> F32:
@@ -281,9 +286,7 @@ class AgentArrays:
         cached = self._derived.get("domain_keys")
         if cached is None:
             cached = np.fromiter(
-                (0 if d is None else dedup_key("\x00" + d) for d in self.domains),
-                dtype=np.int64,
-                count=self.n,
+                (domain_key(d) for d in self.domains), dtype=np.int64, count=self.n
             )
             self._derived["domain_keys"] = cached
         return cached  # type: ignore[return-value]

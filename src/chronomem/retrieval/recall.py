@@ -19,7 +19,7 @@ from chronomem.clock import to_micros
 from chronomem.config import RelevanceMode
 from chronomem.graph.boost import Boost, association, causal_boost
 from chronomem.lifecycle.rules import decay_factor, feedback_factor
-from chronomem.model.record import Breakdown, CausalPart, Hit, Record
+from chronomem.model.record import Breakdown, CausalPart, Hit, Kind, Record
 from chronomem.retrieval.columns import Columns, columns, visible
 from chronomem.retrieval.index import KIND_CODES, SpaceIndex
 from chronomem.retrieval.query import Crisis, Query
@@ -31,6 +31,9 @@ from chronomem.text import asks_when_something_happened
 
 __all__ = ["Crisis", "Query", "recent", "search"]
 
+# Core memory blocks are in an agent's context already: reads leave them out unless asked.
+CORE = frozenset({Kind.CORE})
+
 
 def _visible(cols: Columns, q: Query) -> Mask | None:
     as_of_us = to_micros(q.as_of)
@@ -40,7 +43,7 @@ def _visible(cols: Columns, q: Query) -> Mask | None:
         valid_at_us=as_of_us if q.valid_at is None else to_micros(q.valid_at),
         include_history=q.include_history,
         kinds=q.kinds,
-        exclude_kinds=q.config.exclude_kinds,
+        exclude_kinds=q.config.exclude_kinds | (CORE if q.kinds is None else frozenset()),
         exclude_text=q.config.exclude_text,
     )
 
@@ -282,8 +285,9 @@ def recent(
             return []
         as_of_us = to_micros(as_of)
         mask = visible(
-            cols, as_of_us=as_of_us, valid_at_us=as_of_us, include_history=False, kinds=None
-        )
+            cols, as_of_us=as_of_us, valid_at_us=as_of_us, include_history=False, kinds=None,
+            exclude_kinds=CORE,
+        )  # fmt: skip
         recorded: I64 = cols.cat("recorded_at")
         ids: npt.NDArray[np.str_] = cols.cat("ids")
         final = recorded.astype(np.float64)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -25,14 +26,16 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
+from chronomem.checks import parse_instant
 from chronomem.clock import to_micros
 from chronomem.context.block import ContextBlock
 from chronomem.engine import Memory
 from chronomem.errors import ChronomemError, InvalidInputError
 from chronomem.model.audit import AuditEntry, ForgetResult
+from chronomem.model.core import CoreBlock
 from chronomem.model.event import Ancestor, Event, Link
 from chronomem.model.keys import Scope
-from chronomem.model.record import Hit, Record, WriteResult
+from chronomem.model.record import Hit, Kind, Record, WriteResult
 from chronomem.model.reflection import ReflectionResult
 from chronomem.model.transfer import ImportReport
 from chronomem.retrieval.options import ReadOptions
@@ -60,12 +63,23 @@ def create_app(spaces: Spaces, *, loopback: bool, max_body_bytes: int = 16 << 20
     (it may then run without keys; see ``auth.py``). Bodies over ``max_body_bytes`` get 413."""
     from chronomem import __version__
 
+    mcp_servers: list[Any] = []  # the MCP server, once mounted (its sessions run in the lifespan)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if not mcp_servers:
+            yield
+            return
+        async with mcp_servers[0].session_manager.run():
+            yield
+
     app = FastAPI(
         title="chronomem",
         version=__version__,
         description="A memory engine for LLM agents: every verb of the engine, per-space keys.",
         docs_url=None,
         redoc_url=None,
+        lifespan=lifespan,
     )
     _docs(app)
     gate = Gate(spaces.admin, loopback=loopback)
@@ -101,6 +115,28 @@ def create_app(spaces: Spaces, *, loopback: bool, max_body_bytes: int = 16 << 20
         return memory(space).remember_many(
             items, agent=body.agent, kind=body.kind, actor=caller.actor
         )
+
+    @v1.get("/records", tags=["records"])
+    def records(
+        space: str,
+        auth: Credentials,
+        agent: Annotated[list[str] | None, Query()] = None,
+        kind: Annotated[list[Kind] | None, Query()] = None,
+        domain: str | None = None,
+        include_history: bool = False,
+        since: Annotated[str | None, Query(description="ISO 8601 with offset")] = None,
+        until: Annotated[str | None, Query(description="ISO 8601 with offset")] = None,
+        as_of: Annotated[str | None, Query(description="ISO 8601 with offset")] = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Record]:
+        """Browse without a query, newest first (``agent`` and ``kind`` repeat)."""
+        allow(auth, space, Scope.READ)
+        return memory(space).records(
+            agents=agent, kinds=kind, domain=domain, include_history=include_history,
+            since=_instant(since, "since"), until=_instant(until, "until"),
+            as_of=_instant(as_of), limit=limit, offset=offset,
+        )  # fmt: skip
 
     @v1.get("/records/{record_id}", tags=["records"])
     def get(space: str, record_id: str, auth: Credentials) -> Record:
@@ -196,6 +232,35 @@ def create_app(spaces: Spaces, *, loopback: bool, max_body_bytes: int = 16 << 20
         out = memory(space).stats()
         out.pop("store", None)  # the server's file or URL is not the caller's business
         return out
+
+    # -- core memory blocks ---------------------------------------------------------------------
+    @v1.get("/agents/{agent}/core", tags=["core memory"])
+    def core_blocks(
+        space: str,
+        agent: str,
+        auth: Credentials,
+        as_of: Annotated[str | None, Query(description="ISO 8601 with offset")] = None,
+    ) -> list[CoreBlock]:
+        allow(auth, space, Scope.READ)
+        return memory(space).core_blocks(agent, as_of=_instant(as_of))
+
+    @v1.post("/agents/{agent}/core/{label}/append", tags=["core memory"])
+    def core_append(
+        space: str, agent: str, label: str, body: wire.CoreAppendIn, auth: Credentials
+    ) -> CoreBlock:
+        caller = allow(auth, space, Scope.WRITE)
+        return memory(space).core_append(
+            agent, label, body.text, actor=caller.actor, limit=body.limit
+        )
+
+    @v1.post("/agents/{agent}/core/{label}/replace", tags=["core memory"])
+    def core_replace(
+        space: str, agent: str, label: str, body: wire.CoreReplaceIn, auth: Credentials
+    ) -> CoreBlock:
+        caller = allow(auth, space, Scope.WRITE)
+        return memory(space).core_replace(
+            agent, label, body.old, body.new, actor=caller.actor, limit=body.limit
+        )
 
     # -- causal graph ---------------------------------------------------------------------------
     @v1.post("/events", tags=["graph"])
@@ -308,6 +373,12 @@ def create_app(spaces: Spaces, *, loopback: bool, max_body_bytes: int = 16 << 20
         return clock(space, auth)
 
     app.include_router(v1)
+    try:
+        from chronomem.server.mcp_mount import mount
+    except ImportError:  # the mcp extra is not installed: no MCP endpoint
+        log.info("MCP endpoint off: install chronomem[mcp]")
+    else:
+        mcp_servers.append(mount(app, spaces, gate))
     return app
 
 
@@ -326,10 +397,8 @@ def _docs(app: FastAPI) -> None:
         )
 
 
-def _instant(text: str | None) -> Any:
-    from chronomem.checks import parse_instant
-
-    return None if text is None else parse_instant(text, "as_of")
+def _instant(text: str | None, name: str = "as_of") -> Any:
+    return None if text is None else parse_instant(text, name)
 
 
 def _import(memory: Memory, body: bytes) -> ImportReport:

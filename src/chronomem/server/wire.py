@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from chronomem.model.core import DEFAULT_CORE_LIMIT
 from chronomem.model.event import EventKind, Provenance
 from chronomem.model.record import Kind, Sensitivity
 
@@ -24,6 +25,8 @@ __all__ = [
     "ClockIn",
     "ClockOut",
     "CloseIn",
+    "CoreAppendIn",
+    "CoreReplaceIn",
     "ContextIn",
     "EventIn",
     "FeedbackIn",
@@ -175,6 +178,17 @@ class ReflectIn(_In):
     agent: str
     as_of: AwareDatetime | None = None
     touch: bool | None = None
+
+
+class CoreAppendIn(_In):
+    text: str
+    limit: int = DEFAULT_CORE_LIMIT
+
+
+class CoreReplaceIn(_In):
+    old: str
+    new: str
+    limit: int = DEFAULT_CORE_LIMIT
 
 
 class ClockIn(_In):

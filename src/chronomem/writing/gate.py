@@ -11,7 +11,7 @@ from chronomem.arrays import F32
 from chronomem.config import WriteGate
 from chronomem.model.record import Record
 from chronomem.retrieval.columns import columns, visible
-from chronomem.retrieval.index import AgentArrays
+from chronomem.retrieval.index import AgentArrays, domain_key
 from chronomem.text import dedup_key
 
 __all__ = ["Duplicate", "find_duplicate", "same_batch_duplicate"]
@@ -21,10 +21,6 @@ __all__ = ["Duplicate", "find_duplicate", "same_batch_duplicate"]
 class Duplicate:
     record_id: str
     similarity: float
-
-
-def _domain_key(domain: str | None) -> int:
-    return 0 if domain is None else dedup_key("\x00" + domain)
 
 
 def find_duplicate(
@@ -44,7 +40,7 @@ def find_duplicate(
     mask = visible(
         cols, as_of_us=as_of_us, valid_at_us=as_of_us, include_history=False, kinds=gate.kinds
     )
-    same = arrays.domain_keys() == _domain_key(record.domain)
+    same = arrays.domain_keys() == domain_key(record.domain)
     mask = same if mask is None else mask & same
     if vector is not None and arrays.emb is not None and arrays.dim == vector.shape[0]:
         unit = (vector / np.linalg.norm(vector)).astype(np.float32)

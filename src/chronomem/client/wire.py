@@ -1,0 +1,125 @@
+"""How the client's calls travel: :class:`Call` (one request, sans I/O), arguments as JSON
+(aware instants and durations as ISO 8601, vectors as lists, enums as values) and answers read
+back into the engine's own types with pydantic, instants normalised to ``datetime.UTC``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, is_dataclass, replace
+from datetime import UTC, datetime, timedelta
+from enum import Enum
+from functools import cache
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+from pydantic import TypeAdapter
+
+from chronomem.checks import require_text
+from chronomem.clock import require_aware
+from chronomem.config import PRESETS, ScoringConfig
+from chronomem.errors import ConfigError
+from chronomem.retrieval.options import ReadOptions
+
+__all__ = ["Call", "ClockReading", "given", "preset_name", "read_body", "reader", "segment", "wire"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ClockReading:
+    """A space's clock as the service reports it."""
+
+    now: datetime
+    simulated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    """One request: ``path`` is relative to ``/v1/spaces/{space}`` (or absolute when it starts
+    with ``/v1/``); ``read`` turns the answer's body into the verb's return value."""
+
+    method: str
+    path: str
+    read: Callable[[bytes], T]
+    body: Any = None
+    params: Mapping[str, Any] | None = None
+    content: bytes | None = None
+
+
+@cache
+def adapter(kind: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(kind)
+
+
+def reader(kind: Any) -> Callable[[bytes], Any]:
+    def read(content: bytes) -> Any:
+        return utc(adapter(kind).validate_json(content))
+
+    return read
+
+
+def utc(value: Any) -> Any:
+    """``value`` with every instant in :data:`datetime.UTC` (pydantic gives its own tzinfo), so
+    values read from the service equal the engine's in every respect, ``repr`` included."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC)
+    if is_dataclass(value) and not isinstance(value, type):
+        changed = {
+            f.name: utc(getattr(value, f.name))
+            for f in fields(value)
+            if isinstance(getattr(value, f.name), datetime | tuple | list)
+            or is_dataclass(getattr(value, f.name))
+        }
+        return replace(value, **changed) if changed else value
+    if isinstance(value, tuple):
+        return tuple(utc(v) for v in value)
+    if isinstance(value, list):
+        return [utc(v) for v in value]
+    return value
+
+
+def wire(value: Any) -> Any:
+    """A JSON value for an argument: aware instants as ISO 8601, durations as ISO 8601, vectors
+    as lists (numpy is not imported for it: a client does not need it), enums as their values."""
+    if isinstance(value, datetime):
+        return require_aware(value).isoformat()
+    if isinstance(value, timedelta):
+        return adapter(timedelta).dump_python(value, mode="json")
+    if isinstance(value, Enum):
+        return value.value
+    if hasattr(value, "tolist") and hasattr(value, "dtype"):  # numpy arrays and scalars
+        return wire(value.tolist())
+    if isinstance(value, Mapping):
+        return {str(k): wire(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [wire(v) for v in value]
+    return value
+
+
+def given(**fields: Any) -> dict[str, Any]:
+    """The fields that were given (``None`` means "the default")."""
+    return {name: wire(value) for name, value in fields.items() if value is not None}
+
+
+def segment(value: str, name: str) -> str:
+    return quote(require_text(value, name), safe="")
+
+
+def preset_name(preset: str | ScoringConfig | None) -> str | None:
+    if preset is None or isinstance(preset, str):
+        return preset
+    if PRESETS.get(preset.name) != preset:
+        raise ConfigError(
+            f"presets travel by name over HTTP; {preset.name!r} differs from the named preset "
+            f"(configure the server with it instead)"
+        )
+    return preset.name
+
+
+def read_body(options: ReadOptions) -> dict[str, Any]:
+    return given(
+        agents=options.agents, k=options.k, as_of=options.as_of, explain=options.explain,
+        kinds=None if options.kinds is None else sorted(str(k) for k in options.kinds),
+        include_history=options.include_history, valid_at=options.valid_at,
+        preset=preset_name(options.preset), crisis=options.crisis, asker=options.asker,
+    )  # fmt: skip
