@@ -10,7 +10,7 @@ TORCH  := torch==2.13.0
 export CHRONOMEM_TORCH_THREADS ?= 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: demo test check lint bench bench-speed bench-quality bench-full clean
+.PHONY: demo test check lint chromium screenshots bench bench-speed bench-quality bench-full clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,8 +21,21 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/chronomem demo --db demo.chronomem.db --fresh
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(PY) -m pytest
+
+# The browser tests drive Debian's Chromium (Playwright's own download is not used). Installed
+# when missing and we are root (CI); elsewhere those tests are skipped with a note.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || \
+		(DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+	@command -v chromium >/dev/null 2>&1 || \
+		echo "note: no chromium (apt-get install chromium); the browser tests will be skipped"
+
+# docs/img/ui-*.png, the web UI's pages on a small scene (docs/ui.md).
+screenshots: $(STAMP) chromium
+	$(PY) docs/screenshots.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench

@@ -16,19 +16,20 @@ def test_all_is_sorted_and_every_name_resolves() -> None:
 
 def test_public_api_is_pinned() -> None:
     assert set(chronomem.__all__) == {
-        "AccessDeniedError", "Ancestor", "AuditEntry", "Breakdown", "CausalConfig", "CausalPart",
-        "ChronomemError", "CitationError", "Clock", "ConfigError", "ConflictError",
-        "DependentsExistError", "DepthWeighting", "Embedder", "EmbedderError",
+        "Access", "AccessDeniedError", "Ancestor", "AuditEntry", "Breakdown", "CausalConfig",
+        "CausalPart", "ChronomemError", "CitationError", "Clock", "ConfigError", "ConflictError",
+        "CoreBlock", "DependentsExistError", "DepthWeighting", "Embedder", "EmbedderError",
         "EmbedderMismatchError", "Event", "EventKind", "EvidenceStatus", "ForgetResult", "Fusion",
         "GAImportReport", "HeuristicImportance", "Hit", "ImportReport", "ImportanceScorer",
         "InvalidInputError", "Kind", "LLMClient", "LLMError", "LLMHTTPError", "LLMImportance",
         "LLMResponseError", "LLMTimeoutError", "LifecycleConfig", "Link", "Memory", "MemoryStore",
         "MigratedSpace", "Normalisation", "NotFoundError", "OpenAICompatibleLLM", "PRESETS",
-        "PostgresStore", "Provenance", "ReadOptions", "RecencyMode", "Record", "ReflectionConfig",
-        "ReflectionError", "ReflectionResult", "RelevanceMode", "SQLiteStore", "ScoringConfig",
-        "ScriptedLLM", "Sensitivity", "SentenceTransformerEmbedder", "ServiceError", "SimClock",
-        "Status", "StoreError", "SystemClock", "Ticks", "VersionConfig", "Weights", "WriteGate",
-        "WriteResult", "migrate", "require_aware", "resolve_preset",
+        "PostgresStore", "Proposal", "Provenance", "ReadOptions", "RecencyMode", "Record",
+        "ReflectionConfig", "ReflectionError", "ReflectionResult", "RelevanceMode", "ReviewAction",
+        "ReviewConfig", "SQLiteStore", "ScoringConfig", "ScriptedLLM", "Sensitivity",
+        "SentenceTransformerEmbedder", "ServiceError", "SimClock", "Status", "StoreError",
+        "SystemClock", "Ticks", "VersionConfig", "Weights", "WriteGate", "WriteResult", "migrate",
+        "require_aware", "resolve_preset",
     }  # fmt: skip
 
 

@@ -43,3 +43,16 @@ def test_documented_example_runs(
     if "Memory.open(" in block and "embedder=None" not in block:
         os.environ.setdefault("CHRONOMEM_TORCH_THREADS", "1")
     exec(code, {})
+
+
+def test_the_screenshot_scene_builds(tmp_path: Path) -> None:
+    """``make screenshots`` photographs this scene: it must keep building as the API moves."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("screenshots", ROOT / "docs" / "screenshots.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ids = module.populate(tmp_path / "ui.db")
+    assert set(ids) == {"pnpm", "riot", "now"}

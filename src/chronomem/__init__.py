@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         RecencyMode,
         ReflectionConfig,
         RelevanceMode,
+        ReviewConfig,
         ScoringConfig,
         VersionConfig,
         WriteGate,
@@ -75,7 +76,9 @@ if TYPE_CHECKING:
         Weights,
         WriteResult,
     )
+    from chronomem.model.core import CoreBlock
     from chronomem.model.reflection import ReflectionResult
+    from chronomem.model.review import Access, Proposal, ReviewAction
     from chronomem.model.transfer import ImportReport
     from chronomem.retrieval.options import ReadOptions
     from chronomem.stores.base import MemoryStore
@@ -83,15 +86,12 @@ if TYPE_CHECKING:
     from chronomem.stores.sqlite import SQLiteStore
     from chronomem.transfer.generative_agents import GAImportReport
     from chronomem.transfer.migrate import MigratedSpace, migrate
-    from chronomem.writing.importance import (
-        HeuristicImportance,
-        ImportanceScorer,
-        LLMImportance,
-    )
+    from chronomem.writing.importance import HeuristicImportance, ImportanceScorer, LLMImportance
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "Access",
     "AccessDeniedError",
     "Ancestor",
     "AuditEntry",
@@ -103,6 +103,7 @@ __all__ = [
     "Clock",
     "ConfigError",
     "ConflictError",
+    "CoreBlock",
     "DependentsExistError",
     "DepthWeighting",
     "Embedder",
@@ -136,6 +137,7 @@ __all__ = [
     "OpenAICompatibleLLM",
     "PRESETS",
     "PostgresStore",
+    "Proposal",
     "Provenance",
     "ReadOptions",
     "RecencyMode",
@@ -144,6 +146,8 @@ __all__ = [
     "ReflectionError",
     "ReflectionResult",
     "RelevanceMode",
+    "ReviewAction",
+    "ReviewConfig",
     "SQLiteStore",
     "ScoringConfig",
     "ScriptedLLM",
@@ -166,6 +170,7 @@ __all__ = [
 
 # Where each public name lives.
 _HOMES: dict[str, str] = {
+    "Access": "chronomem.model.review",
     "AccessDeniedError": "chronomem.errors",
     "Ancestor": "chronomem.model",
     "AuditEntry": "chronomem.model",
@@ -177,6 +182,7 @@ _HOMES: dict[str, str] = {
     "Clock": "chronomem.clock",
     "ConfigError": "chronomem.errors",
     "ConflictError": "chronomem.errors",
+    "CoreBlock": "chronomem.model.core",
     "DependentsExistError": "chronomem.errors",
     "DepthWeighting": "chronomem.config",
     "Embedder": "chronomem.embedders.base",
@@ -210,6 +216,7 @@ _HOMES: dict[str, str] = {
     "OpenAICompatibleLLM": "chronomem.llm",
     "PRESETS": "chronomem.config",
     "PostgresStore": "chronomem.stores.postgres",
+    "Proposal": "chronomem.model.review",
     "Provenance": "chronomem.model",
     "ReadOptions": "chronomem.retrieval.options",
     "RecencyMode": "chronomem.config",
@@ -218,6 +225,8 @@ _HOMES: dict[str, str] = {
     "ReflectionError": "chronomem.errors",
     "ReflectionResult": "chronomem.model.reflection",
     "RelevanceMode": "chronomem.config",
+    "ReviewAction": "chronomem.model.review",
+    "ReviewConfig": "chronomem.config",
     "SQLiteStore": "chronomem.stores.sqlite",
     "ScoringConfig": "chronomem.config",
     "ScriptedLLM": "chronomem.llm",

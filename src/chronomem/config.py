@@ -27,6 +27,7 @@ __all__ = [
     "RecencyMode",
     "ReflectionConfig",
     "RelevanceMode",
+    "ReviewConfig",
     "VersionConfig",
     "ScoringConfig",
     "WriteGate",
@@ -278,6 +279,43 @@ class ReflectionConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"reflection {name} must be a positive integer; got {value!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReviewConfig:
+    """What a review looks for (DESIGN §3; ``Memory.review``).
+
+    Attributes:
+        unused_after: a record never returned by a read (touching or, with the access log,
+            any read) for this long is proposed for ``forget`` when nothing depends on it.
+        version_cosine: open facts and instructions of one agent and domain at least this
+            similar are proposed as versions of each other (``supersede``).
+        duplicate_cosine: open records of one agent at least this similar are near-duplicates.
+        pushed_down: a summed rating at or below this proposes ``close``.
+        retrieved_within: the access-log window for "still retrieved" (stale records read in it
+            come first).
+        max_records: near-duplicates are looked for among the newest this many records per agent
+            (the comparison is quadratic).
+        limit: at most this many proposals per category.
+    """
+
+    unused_after: timedelta = timedelta(days=90)
+    version_cosine: float = 0.75
+    duplicate_cosine: float = 0.95
+    pushed_down: float = -1.0
+    retrieved_within: timedelta = timedelta(days=30)
+    max_records: int = 5000
+    limit: int = 100
+
+    def __post_init__(self) -> None:
+        for name in ("version_cosine", "duplicate_cosine"):
+            value = getattr(self, name)
+            if not 0.0 < value <= 1.0:
+                raise ConfigError(f"{name} must be in (0, 1]; got {value}")
+        if self.unused_after <= timedelta() or self.retrieved_within <= timedelta():
+            raise ConfigError("review windows must be positive")
+        if self.max_records < 2 or self.limit < 1:
+            raise ConfigError("max_records must be at least 2 and limit at least 1")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

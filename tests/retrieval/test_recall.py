@@ -339,3 +339,25 @@ def test_writes_of_another_process_are_seen(
     assert {h.record.id for h in hits} >= {second}
     touched = [h for h in hits if h.breakdown is not None and h.breakdown.age == timedelta()]
     assert len(touched) == 1
+
+
+def test_a_write_rolled_back_after_a_read_inside_it_leaves_no_phantom(
+    location: str | Path, mem: Memory, clock: SimClock
+) -> None:
+    """A read inside a write transaction synchronises the arrays with rows not yet committed;
+    when that transaction rolls back, the next read starts again from the store (before: the
+    phantom was returned, or a later row reusing its key failed the read)."""
+    mem.remember("first", embedding=unit(1, 0))
+
+    def write_then_fail() -> None:
+        with mem.store.write():
+            mem.remember("never committed", embedding=unit(1, 0))
+            assert len(mem.peek("q", query_embedding=unit(1, 0))) == 2  # read inside the write
+            raise RuntimeError("the write fails after the read")
+
+    with pytest.raises(RuntimeError):
+        write_then_fail()
+    other = Memory.open(location, embedder=None, clock=clock)
+    other.remember("second", embedding=unit(0, 1))  # on SQLite: the phantom's key again
+    other.close()
+    assert {h.record.text for h in mem.peek("q", query_embedding=unit(1, 0))} == {"first", "second"}

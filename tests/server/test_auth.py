@@ -73,6 +73,12 @@ CASES = [
     Case("DELETE", "/links/{other}/{event}", Scope.WRITE),
     Case("POST", "/reflections", Scope.WRITE, {"agent": "default"}, allowed=400),
     Case("POST", "/embed-passages", Scope.ADMIN, allowed=400),
+    Case("GET", "/review", Scope.WRITE),
+    Case("GET", "/review/proposals", Scope.READ),
+    Case("POST", "/review/{proposal}/approve", Scope.WRITE),
+    Case("POST", "/review/{proposal}/reject", Scope.WRITE, {"reason": "still true"}),
+    Case("PUT", "/access-log", Scope.ADMIN, {"on": True}),
+    Case("GET", "/accesses", Scope.READ),
     Case("GET", "/export", Scope.ADMIN),
     Case("POST", "/import", Scope.ADMIN),
     Case("GET", "/clock", Scope.READ),
@@ -114,9 +120,11 @@ def _prepare(url: str, token: str) -> dict[str, str]:
         record = admin.remember("a note", embedding=[1, 0]).id
         assert record is not None
         admin.core_append("default", "task", "ship the release")
+        admin.feedback(record, "harmful", "misled")  # a pushed-down record: a proposal to close
+        proposal = next(p.id for p in admin.review() if p.record_ids == (record,))
         other = admin.add_event("drought", embedding=[1, 0]).id
         event = admin.add_event("harvest failed", embedding=[1, 0.1]).id
-    return {"record": record, "event": event, "other": other}
+    return {"record": record, "event": event, "other": other, "proposal": proposal}
 
 
 def _fill(value: Any, names: dict[str, str]) -> Any:
@@ -187,6 +195,7 @@ def _template(path: str) -> str:
         .replace("/agents/default/", "/agents/{agent}/")
         .replace("/core/persona/", "/core/{label}/")
         .replace("/core/task/", "/core/{label}/")
+        .replace("/review/{proposal}/", "/review/{proposal_id}/")
     )
 
 

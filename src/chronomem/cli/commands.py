@@ -16,15 +16,13 @@ from chronomem.cli.render import (
     print_record_line,
     short_time,
 )
-from chronomem.cli.settings import Settings, llm_client, open_memory
-from chronomem.clock import SystemClock
+from chronomem.cli.settings import Settings, engine_class, llm_client, open_memory
 from chronomem.config import ReflectionConfig
 from chronomem.errors import ConfigError
 from chronomem.retrieval.options import ReadOptions
 
 if TYPE_CHECKING:
-    from chronomem.engine import Memory
-    from chronomem.stores.base import MemoryStore
+    from chronomem.model.review import Proposal
 
 __all__: list[str] = []
 
@@ -239,7 +237,7 @@ def reflect_command(args: argparse.Namespace, cfg: Settings) -> int:
             total = mem.accumulated_importance(args.agent)
             print(f"not due: {args.agent} has accumulated {total:g} of {config.threshold:g}")
             return 0
-        if isinstance(mem, _memory_class()):
+        if isinstance(mem, engine_class()):
             result = mem.reflect(args.agent, llm=llm_client(cfg), config=config)
         else:  # through the service: its LLM and reflection settings
             result = mem.reflect(args.agent)
@@ -262,7 +260,7 @@ def export_command(args: argparse.Namespace, cfg: Settings) -> int:
 def import_command(args: argparse.Namespace, cfg: Settings) -> int:
     if args.format == "generative-agents":
         with open_memory(cfg) as mem:
-            if not isinstance(mem, _memory_class()):
+            if not isinstance(mem, engine_class()):
                 raise ConfigError(
                     "importing a Generative Agents folder reads local files: run it against the "
                     "store (--db), not through --server"
@@ -330,94 +328,6 @@ def demo_command(args: argparse.Namespace, cfg: Settings) -> int:
     )
 
 
-def serve_command(args: argparse.Namespace, cfg: Settings) -> int:
-    from chronomem.server.run import ServeSettings, serve
-
-    embedder = None
-    if cfg.embedder:
-        from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
-
-        embedder = SentenceTransformerEmbedder(num_threads=cfg.torch_threads)
-    llm = llm_client(cfg) if cfg.llm_url and cfg.llm_model else None
-    return serve(
-        ServeSettings(
-            db=cfg.db,
-            host=args.host,
-            port=args.port,
-            embedder=embedder,
-            preset=args.preset,
-            llm=llm,
-            max_body_bytes=int(args.max_body_mb * (1 << 20)),
-        )
-    )
-
-
-def _key_store(cfg: Settings) -> MemoryStore:
-    from chronomem.stores import open_store
-
-    if cfg.server:
-        raise ConfigError("keys are managed on the store (--db), not through --server")
-    return open_store(cfg.db)
-
-
-def _memory_class() -> type[Memory]:
-    """The engine's class, imported when a command must tell the store from the service."""
-    from chronomem.engine import Memory
-
-    return Memory
-
-
-def keys_create_command(args: argparse.Namespace, cfg: Settings) -> int:
-    from chronomem.server.keys import create_key
-
-    store = _key_store(cfg)
-    try:
-        space = None if args.all_spaces else cfg.space
-        key, token = create_key(
-            store, space=space, scope=args.scope, label=args.label, now=SystemClock().now()
-        )
-    finally:
-        store.close()
-    if args.json:
-        print_json({**key.to_dict(), "key": token})
-    else:
-        where = "every space" if key.space is None else f"space {key.space!r}"
-        print(token)
-        print(f"(key {key.id}: {key.scope.value} on {where}; shown once, store it now)",
-              file=sys.stderr)  # fmt: skip
-    return 0
-
-
-def keys_list_command(args: argparse.Namespace, cfg: Settings) -> int:
-    store = _key_store(cfg)
-    try:
-        found = store.api_keys()
-    finally:
-        store.close()
-    if args.json:
-        print_json([k.to_dict() for k in found])
-        return 0
-    for k in found:
-        state = "active" if k.is_active else f"revoked {short_time(k.revoked_at)}"  # type: ignore[arg-type]
-        where = "*" if k.space is None else k.space
-        print(f"{k.id}  {k.scope.value:<5}  {where:<16}  {state:<22}  {k.label or ''}")
-    if not found:
-        print("no keys: a server on 127.0.0.1 is open to the local user until one is created")
-    return 0
-
-
-def keys_revoke_command(args: argparse.Namespace, cfg: Settings) -> int:
-    from chronomem.server.keys import revoke_key
-
-    store = _key_store(cfg)
-    try:
-        key = revoke_key(store, args.id, now=SystemClock().now())
-    finally:
-        store.close()
-    print(f"{key.id} revoked")
-    return 0
-
-
 def core_show_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
         found = mem.core_blocks(args.agent, as_of=args.as_of)
@@ -451,25 +361,54 @@ def core_replace_command(args: argparse.Namespace, cfg: Settings) -> int:
     return 0
 
 
-def mcp_command(args: argparse.Namespace, cfg: Settings) -> int:
-    """Serve the MCP tools over stdio until the client disconnects (stdout is the protocol:
-    nothing else is printed there)."""
-    try:
-        import anyio
+def _print_proposal(p: Proposal) -> None:
+    records = " ".join(p.record_ids)
+    print(f"{p.id}  {p.action.value:<9} {p.category:<16} [{p.agent}] {records}")
+    for reason in p.reasons:
+        print(f"    {reason}")
 
-        from chronomem.server.mcp_server import build_server, stdio_binding
-    except ImportError as exc:
-        raise ConfigError(
-            f"chronomem mcp needs the mcp extra: pip install 'chronomem[mcp]' ({exc})"
-        ) from exc
-    if cfg.server:
-        raise ConfigError(
-            "chronomem mcp works on the store (--db); a service has its own MCP endpoint at "
-            "/v1/spaces/{space}/agents/{agent}/mcp"
-        )
-    memory = open_memory(cfg)
-    assert isinstance(memory, _memory_class())
-    with memory:
-        server = build_server(stdio_binding(memory, args.agent))
-        anyio.run(server.run_stdio_async)
+
+def review_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        found = mem.review(args.agent, as_of=args.as_of)
+    if args.json:
+        print_json([p.to_dict() for p in found])
+        return 0
+    for proposal in found:
+        _print_proposal(proposal)
+    if not found:
+        print("nothing to review")
+    else:
+        print(f"\n{len(found)} proposal(s): chronomem review approve ID | reject ID --reason …")
+    return 0
+
+
+def approve_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        done = mem.approve(args.id, actor=cfg.actor)
+    print(f"approved: {done.action.value} {' '.join(done.record_ids)}")
+    return 0
+
+
+def reject_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        done = mem.reject(args.id, args.reason, actor=cfg.actor)
+    print(f"rejected {done.id}: it stays away until its records change")
+    return 0
+
+
+def access_log_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        if args.action != "show":
+            mem.set_access_log(args.action == "on")
+            print(f"access log {args.action} for space {cfg.space!r}")
+            return 0
+        found = mem.accesses(args.id, limit=args.limit)
+    if args.json:
+        print_json([a.to_dict() for a in found])
+        return 0
+    for a in found:
+        print(f"{short_time(a.at)}  {a.verb:<6} {a.record_id}  by {a.actor}  {a.query or ''}")
+    if not found:
+        print("no reads logged (is the access log on? chronomem access-log on)")
     return 0

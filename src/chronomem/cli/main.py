@@ -1,5 +1,5 @@
 """The ``chronomem`` command: a thin adapter over :class:`~chronomem.Memory` — the parser and
-the entry point (the commands are ``commands.py``, rendering ``render.py``).
+the entry point (the commands are ``commands.py`` and ``service.py``, rendering ``render.py``).
 
 Configuration is read in exactly one place, :func:`~chronomem.cli.settings.settings`. Every
 ``ChronomemError`` becomes a one-line message on stderr and exit code 1; usage errors exit with 2.
@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 
-from chronomem.cli import commands
+from chronomem.cli import commands, service
 from chronomem.cli.settings import settings
 from chronomem.clock import require_aware
 from chronomem.config import PRESETS
@@ -246,11 +246,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=commands.embed_passages_command)
 
+    review = sub.add_parser(
+        "review", parents=[common], help="what to verify, close, supersede or forget (proposals)"
+    )
+    review.add_argument("--agent", help="only this agent's records")
+    review.add_argument("--as-of", type=_instant, help="review as of this instant")
+    review.add_argument("--json", action="store_true")
+    review.set_defaults(func=commands.review_command)
+    review_sub = review.add_subparsers(dest="review_command", metavar="ACTION")
+    p = review_sub.add_parser("approve", parents=[common], help="apply a proposal")
+    p.add_argument("id", help="the proposal's id")
+    p.add_argument("--actor", help="who approves (default: $CHRONOMEM_ACTOR, $USER)")
+    p.set_defaults(func=commands.approve_command)
+    p = review_sub.add_parser("reject", parents=[common], help="reject a proposal, with a reason")
+    p.add_argument("id", help="the proposal's id")
+    p.add_argument("--reason", required=True)
+    p.add_argument("--actor", help="who rejects (default: $CHRONOMEM_ACTOR, $USER)")
+    p.set_defaults(func=commands.reject_command)
+
+    p = sub.add_parser(
+        "access-log", parents=[common], help="the space's access log: on, off, or show reads"
+    )
+    p.add_argument("action", choices=["on", "off", "show"])
+    p.add_argument("id", nargs="?", help="show: only this record's reads")
+    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=commands.access_log_command)
+
     p = sub.add_parser(
         "mcp", parents=[common], help="an MCP server over stdio: one agent edits its own memory"
     )
     p.add_argument("--agent", required=True, help="the agent every tool call acts as")
-    p.set_defaults(func=commands.mcp_command)
+    p.set_defaults(func=service.mcp_command)
 
     core = sub.add_parser("core", help="an agent's core memory blocks (persona, human, task)")
     core_sub = core.add_subparsers(dest="core_command", required=True, metavar="ACTION")
@@ -287,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-body-mb", type=float, default=16.0, help="largest request body (default 16 MB)"
     )
-    p.set_defaults(func=commands.serve_command)
+    p.set_defaults(func=service.serve_command)
 
     keys = sub.add_parser("keys", help="API keys of the HTTP service (stored hashed in the store)")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
@@ -299,13 +326,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--label", help="what the key is for")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=commands.keys_create_command)
+    p.set_defaults(func=service.keys_create_command)
     p = keys_sub.add_parser("list", parents=[common], help="every key (never the secrets)")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=commands.keys_list_command)
+    p.set_defaults(func=service.keys_list_command)
     p = keys_sub.add_parser("revoke", parents=[common], help="revoke a key by its id")
     p.add_argument("id", help="the key's id (the part after cmk_)")
-    p.set_defaults(func=commands.keys_revoke_command)
+    p.set_defaults(func=service.keys_revoke_command)
 
     p = sub.add_parser("demo", parents=[common], help="the end-to-end demo on a real SQLite file")
     p.add_argument("--fresh", action="store_true", help="delete the demo store first")

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from chronomem.engine import Memory
     from chronomem.llm import OpenAICompatibleLLM
 
-__all__ = ["Settings", "llm_client", "open_memory", "settings"]
+__all__ = ["Settings", "engine_class", "llm_client", "open_memory", "settings"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,3 +82,10 @@ def open_memory(cfg: Settings) -> Memory | Client:
 
         embedder = SentenceTransformerEmbedder(num_threads=cfg.torch_threads)
     return Memory.open(cfg.db, embedder=embedder, space=cfg.space)
+
+
+def engine_class() -> type[Memory]:
+    """The engine's class, imported when a command must tell the store from the service."""
+    from chronomem.engine import Memory
+
+    return Memory

@@ -32,6 +32,7 @@ from chronomem.model.core import DEFAULT_CORE_LIMIT, CoreBlock
 from chronomem.model.event import Ancestor, Event, EventKind, Link, Provenance
 from chronomem.model.record import Hit, Kind, Record, Sensitivity, WriteResult
 from chronomem.model.reflection import ReflectionResult
+from chronomem.model.review import Access, Proposal
 from chronomem.model.transfer import ImportReport
 from chronomem.retrieval.options import ReadOptions
 
@@ -362,6 +363,50 @@ def embed_passages(*, progress: bool = False, batch: int = 512) -> Call[int]:
     """:meth:`chronomem.Memory.embed_passages` (admin; the server embeds in its own batches)."""
     positive_int(batch, "batch")
     return Call("POST", "/embed-passages", reader(int))
+
+
+# -- review and the access log ------------------------------------------------------------------
+def review(
+    agent: str | None = None, *, as_of: datetime | None = None, config: None = None
+) -> Call[list[Proposal]]:
+    """:meth:`chronomem.Memory.review` (the server's review settings)."""
+    params: dict[str, Any] = {}
+    if agent is not None:
+        params["agent"] = require_text(agent, "agent")
+    at = optional_instant(as_of, "as_of")
+    if at is not None:
+        params["as_of"] = at.isoformat()
+    return Call("GET", "/review", reader(list[Proposal]), params=params)
+
+
+def proposals(status: str | None = None) -> Call[list[Proposal]]:
+    """:meth:`chronomem.Memory.proposals`."""
+    params = None if status is None else {"status": require_text(status, "status")}
+    return Call("GET", "/review/proposals", reader(list[Proposal]), params=params)
+
+
+def approve(proposal_id: str, *, actor: str | None = None) -> Call[Proposal]:
+    """:meth:`chronomem.Memory.approve` (the audit names the key)."""
+    return Call("POST", f"/review/{segment(proposal_id, 'proposal_id')}/approve", reader(Proposal))
+
+
+def reject(proposal_id: str, reason: str, *, actor: str | None = None) -> Call[Proposal]:
+    """:meth:`chronomem.Memory.reject`."""
+    path = f"/review/{segment(proposal_id, 'proposal_id')}/reject"
+    return Call("POST", path, reader(Proposal), {"reason": require_text(reason, "reason")})
+
+
+def set_access_log(on: bool) -> Call[bool]:
+    """:meth:`chronomem.Memory.set_access_log` (admin)."""
+    return Call("PUT", "/access-log", reader(bool), {"on": on})
+
+
+def accesses(record_id: str | None = None, *, limit: int = 100) -> Call[list[Access]]:
+    """:meth:`chronomem.Memory.accesses`."""
+    params: dict[str, Any] = {"limit": str(positive_int(limit, "limit"))}
+    if record_id is not None:
+        params["record_id"] = require_text(record_id, "record_id")
+    return Call("GET", "/accesses", reader(list[Access]), params=params)
 
 
 # -- moving data in and out (admin) ---------------------------------------------------------------

@@ -24,7 +24,7 @@ from chronomem.checks import (
 )
 from chronomem.config import ReflectionConfig, ScoringConfig
 from chronomem.context.block import ContextBlock, TokenCounter, approximate_tokens
-from chronomem.engine import core, graph, lifecycle, reflect, transfer, write
+from chronomem.engine import core, graph, lifecycle, read, reflect, review, transfer, write
 from chronomem.engine.view import MemoryView, Vector
 from chronomem.engine.write import record_fields
 from chronomem.errors import InvalidInputError
@@ -34,6 +34,7 @@ from chronomem.model.core import DEFAULT_CORE_LIMIT, CoreBlock
 from chronomem.model.event import Event, EventKind, Link, Provenance
 from chronomem.model.record import Hit, Kind, Record, Sensitivity, WriteResult
 from chronomem.model.reflection import ReflectionResult
+from chronomem.model.review import Proposal
 from chronomem.model.transfer import ImportReport
 from chronomem.retrieval.options import ReadOptions
 from chronomem.transfer.generative_agents import GAImportReport
@@ -119,30 +120,16 @@ class Memory(MemoryView):
         valid_at: datetime | None = None, preset: str | ScoringConfig | None = None,
         crisis: str | None = None, asker: str | None = None, options: ReadOptions | None = None,
     ) -> list[Hit]:  # fmt: skip
-        """The top ``k`` records for ``query`` at ``as_of`` (default: now), best first.
+        """The top ``k`` records for ``query`` at ``as_of`` (default: now), best first (DESIGN
+        §2; every option is documented on :class:`~chronomem.ReadOptions`, and ``options=``
+        passes them as one value instead of the keywords).
 
-        Args:
-            agent / agents: whose memories; neither means every agent in the space. Multi-agent
-                reads collapse records with the same normalised text into one hit listing every
-                holder.
-            touch: set ``last_accessed_at = as_of`` on the returned records, durably, in this
-                call (never moving it backwards). ``False`` is strictly read-only.
-            query_embedding: a precomputed query vector instead of the embedder's.
-            explain: attach a :class:`~chronomem.model.Breakdown` to each hit.
-            kinds: only these kinds are candidates.
-            include_history: closed and superseded records are candidates too.
-            valid_at: the world-time instant for validity windows (default ``as_of``).
-            preset: override the handle's preset for this call.
-            crisis: an event id: records tied to the crisis's causal ancestors are lifted even
-                when their text does not resemble the query (DESIGN §4). With an empty ``query``
-                the crisis's own text is the query.
-            asker: who asks, as a transcript speaker (the ``Name`` of records written as
-                ``"Name: words"``): a first-person query ("what do I ...") favours their lines.
-            options: all of the above as one :class:`~chronomem.ReadOptions` (as adapters build
-                it), instead of the keywords.
-
-        Hits show records as they were scored, before this call's touch. An empty candidate set
-        returns ``[]``.
+        ``agent`` / ``agents``: whose memories (neither: every agent; multi-agent reads collapse
+        equal texts into one hit listing every holder). ``touch`` stamps ``last_accessed_at =
+        as_of`` on the returned records, durably, in this call; ``False`` is read-only.
+        ``query_embedding`` replaces the embedder's vector; ``crisis`` (an event id) lifts
+        records tied to its causes (DESIGN §4). Hits show records as they were scored, before
+        this call's touch; an empty candidate set returns ``[]``.
         """
         embeddings = None if query_embedding is None else [query_embedding]
         return self._read([query], embeddings, ReadOptions.from_arguments(locals()))[0]
@@ -177,14 +164,11 @@ class Memory(MemoryView):
         event_id: str | None = None, sensitivity: Sensitivity | str | None = None,
         embedding: Vector | None = None,
     ) -> WriteResult:  # fmt: skip
-        """Store ``text`` as the replacement of ``old_ids`` and close them, atomically.
-
-        Each old record gets ``status="superseded"``, ``superseded_by`` the new id,
-        ``superseded_at`` now, and its world-time window ends where the new record's begins
-        (``valid_from``, default its ``occurred_at``). Old records stay readable by id, in
-        :meth:`history`, with ``include_history=True`` and at earlier ``as_of``. The new record
-        takes :meth:`remember`'s fields (agent, kind and domain default to the first old
-        record's) and skips the write gate.
+        """Store ``text`` as the replacement of ``old_ids`` and close them, atomically: each
+        old record is ``superseded`` by the new id at now, its world-time window ending where
+        the new record's begins; it stays readable by id, in :meth:`history`, with
+        ``include_history=True`` and at earlier ``as_of``. The new record takes
+        :meth:`remember`'s fields (agent, kind, domain default to the first old record's).
 
         Raises:
             NotFoundError: an old id does not exist. ConflictError: one is already closed.
@@ -248,12 +232,11 @@ class Memory(MemoryView):
     ) -> ForgetResult:
         """Hard-delete a record — for secrets, personal data, and noise nothing depends on.
 
-        A record cited as evidence or in a supersession chain is not deleted:
-        :class:`DependentsExistError` names the dependants (close it instead). Records marked
-        ``secret`` or ``personal``, or ``purge=True``, are purged whatever depends on them: row,
-        vector and postings are deleted, freed pages are zeroed and the write-ahead log is
-        checkpointed and truncated; records citing it are flagged ``evidence_missing``. The
-        audit log keeps the id and the reason, never the content.
+        A record cited as evidence or in a supersession chain is refused with
+        :class:`DependentsExistError` naming the dependants (close it instead). ``secret`` and
+        ``personal`` records, or ``purge=True``, are purged whatever depends on them: the bytes
+        leave the files and citing records are flagged ``evidence_missing`` (docs/lifecycle.md).
+        The audit log keeps the id and the reason, never the content.
         """
         reason = require_text(reason, "reason")
         with self._call() as h:
@@ -407,6 +390,36 @@ class Memory(MemoryView):
         limit = positive_int(limit, "limit")
         with self._call() as h:
             return core.edit(h, agent, label, change, now=h.now, actor=actor, limit=limit)
+
+    # -- review (DESIGN §3) ---------------------------------------------------------------
+    def approve(self, proposal_id: str, *, actor: str | None = None) -> Proposal:
+        """Apply an open review proposal through the normal write path — verify, close,
+        supersede or forget — in one transaction, audited with ``actor`` (the approver).
+
+        Raises:
+            NotFoundError: no such proposal. ConflictError: it was already decided, or its
+            records changed so it no longer applies (nothing is written).
+        """
+        with self._call() as h:
+            return review.approve(h, require_text(proposal_id, "proposal_id"), now=h.now(),
+                                  actor=actor)  # fmt: skip
+
+    def reject(self, proposal_id: str, reason: str, *, actor: str | None = None) -> Proposal:
+        """Reject an open proposal, with the reason: it does not come back unless its records
+        change."""
+        reason = require_text(reason, "reason")
+        with self._call() as h:
+            return review.reject(h, require_text(proposal_id, "proposal_id"), reason=reason,
+                                 now=h.now(), actor=actor)  # fmt: skip
+
+    def set_access_log(self, on: bool) -> None:
+        """Turn this space's access log on or off (every process serving the space follows):
+        while on, each read records who read which record, when, with which query. Reads stay
+        read-only for the memories themselves."""
+        if not isinstance(on, bool):
+            raise InvalidInputError("on must be true or false", field="on")
+        with self._call() as h:
+            h.store.set_space_setting(h.space, read.ACCESS_LOG, "on" if on else None)
 
     # -- reflection (DESIGN §5) -----------------------------------------------------------
     def maybe_reflect(

@@ -18,12 +18,16 @@ from chronomem.embedders.base import as_vector
 from chronomem.engine.handle import Handle
 from chronomem.errors import InvalidInputError
 from chronomem.model.record import Hit, Kind
+from chronomem.model.review import Access
 from chronomem.retrieval.crisis import build_crisis
 from chronomem.retrieval.options import ReadOptions
 from chronomem.retrieval.query import Query
 from chronomem.retrieval.recall import search
 
-__all__ = ["check_queries", "config_of", "recall_many"]
+__all__ = ["ACCESS_LOG", "check_queries", "config_of", "log_accesses", "recall_many"]
+
+#: The space setting that turns the access log on (``"on"``).
+ACCESS_LOG = "access_log"
 
 
 def config_of(h: Handle, options: ReadOptions) -> ScoringConfig:
@@ -96,7 +100,27 @@ def recall_many(
                 pending.update(dict.fromkeys(ids))
     if options.touch and pending:
         h.store.touch(h.space, list(pending), to_micros(at))
+    log_accesses(h, built, results, options, now=now)
     return results
+
+
+def log_accesses(
+    h: Handle, queries: Sequence[Query], results: Sequence[Sequence[Hit]], options: ReadOptions,
+    *, now: datetime,
+) -> None:  # fmt: skip
+    """When the space's access log is on, one entry per returned record: who read it, when,
+    evaluated at which instant, with which query (DESIGN §3)."""
+    if h.store.space_setting(h.space, ACCESS_LOG) != "on":
+        return
+    verb = "recall" if options.touch else "peek"
+    entries = [
+        Access(seq=0, at=now, as_of=q.as_of, record_id=rid, actor=options.actor, verb=verb,
+               query=q.text or None)
+        for q, hits in zip(queries, results, strict=True)
+        for hit in hits
+        for rid in hit.record_ids
+    ]  # fmt: skip
+    h.store.log_access(h.space, entries)
 
 
 def _query_vectors(

@@ -20,17 +20,18 @@ from typing import Any, Literal, Self
 import numpy as np
 import numpy.typing as npt
 
-from chronomem.checks import optional_instant, optional_text, positive_int, require_text
+from chronomem.checks import optional_instant, optional_text, positive_int, require_text, to_enum
 from chronomem.clock import Clock
-from chronomem.config import ReflectionConfig, ScoringConfig, WriteGate
+from chronomem.config import ReflectionConfig, ReviewConfig, ScoringConfig, WriteGate
 from chronomem.embedders.base import Embedder
-from chronomem.engine import browse, core, graph, lifecycle, read, transfer
+from chronomem.engine import browse, core, graph, lifecycle, read, review, transfer
 from chronomem.engine.handle import Handle, open_handle
 from chronomem.llm.base import LLMClient
 from chronomem.model.audit import AuditEntry
 from chronomem.model.core import CoreBlock
 from chronomem.model.event import Ancestor, Event, Link
 from chronomem.model.record import Hit, Kind, Record
+from chronomem.model.review import Access, Proposal, ProposalStatus
 from chronomem.retrieval.options import ReadOptions
 from chronomem.stores.base import MemoryStore
 from chronomem.writing.importance import ImportanceScorer
@@ -284,3 +285,33 @@ class MemoryView:
         at = optional_instant(as_of, "as_of")
         with self._call() as h:
             return core.blocks(h, agent, as_of=at or h.now())
+
+    # -- review and the access log (DESIGN §3) ------------------------------------------------
+    def review(
+        self, agent: str | None = None, *, as_of: datetime | None = None,
+        config: ReviewConfig | None = None,
+    ) -> list[Proposal]:  # fmt: skip
+        """What a curator should look at — proposals, never changes: stale facts at the decay
+        floor (verify?), records never used that nothing depends on (forget?), unlinked versions
+        and near-duplicates (supersede?), pushed-down records and reflections on flagged
+        evidence (close?), each with its reasons and figures. The proposals are kept in the
+        queue (changing no memory) for :meth:`~chronomem.Memory.approve` or
+        :meth:`~chronomem.Memory.reject`; a rejected one stays away until its records change."""
+        who = optional_text(agent, "agent")
+        at = optional_instant(as_of, "as_of")
+        with self._call() as h:
+            return review.review(h, who, as_of=at or h.now(), config=config or ReviewConfig())
+
+    def proposals(self, status: str | None = None) -> list[Proposal]:
+        """The review queue as kept: every proposal (or those of one ``status``: open,
+        approved, rejected, obsolete), oldest first."""
+        chosen = None if status is None else to_enum(ProposalStatus, status, "status").value
+        with self._call() as h:
+            return h.store.proposals(h.space, status=chosen)
+
+    def accesses(self, record_id: str | None = None, *, limit: int = 100) -> list[Access]:
+        """The access log (of one record), newest first: who read it, when, with which query.
+        Empty unless the space's access log is on (:meth:`~chronomem.Memory.set_access_log`)."""
+        rid = optional_text(record_id, "record_id")
+        with self._call() as h:
+            return h.store.accesses(h.space, record_id=rid, limit=positive_int(limit, "limit"))

@@ -240,6 +240,38 @@ class Breakdown:
     preselected: bool | None = None
     speaker: str | None = None
 
+    def contributions(self) -> dict[str, float]:
+        """The score as a sum (it adds up to ``final``, to float rounding): each weighted
+        component after every multiplicative factor (the lifecycle's decay and feedback, an
+        older version's demotion), then the causal boost (additive fusion: its own term;
+        multiplicative: what the ``1 + weight * boost`` factor added to the components) and the
+        version bonuses. What the web UI draws as bars."""
+        w, f = self.weights, self.factors
+        scale = f.get("decay", 1.0) * f.get("feedback", 1.0)
+        demoted = f.get("older_version", 1.0)
+        boost, lift = None, None
+        if self.causal is not None:  # a crisis read: the fusion applies to every hit
+            if self.causal.fusion == "additive":
+                scale /= (w.relevance + w.recency + w.importance) or 1.0
+                boost = self.causal.weight * self.causal.boost * demoted
+            else:
+                lift = self.causal.weight * self.causal.boost
+        scale *= demoted
+        parts = {
+            "relevance": w.relevance * self.relevance * scale,
+            "recency": w.recency * self.recency * scale,
+            "importance": w.importance * self.importance * scale,
+        }
+        if lift:
+            boost = sum(parts.values()) * lift
+        if boost:
+            parts["causal boost"] = boost
+        if f.get("newer_version_bonus"):
+            parts["newer version"] = f["newer_version_bonus"]
+        if f.get("recent_in_band_bonus"):
+            parts["latest in its band"] = f["recent_in_band_bonus"]
+        return parts
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "causal": None if self.causal is None else self.causal.to_dict(),

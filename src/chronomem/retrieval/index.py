@@ -337,6 +337,7 @@ class SpaceIndex:
         self._dim = dim
         self._agents: dict[str, AgentArrays] = {}
         self._seen_seq = 0
+        self._aborted = store.aborted_writes
 
     def set_dim(self, dim: int) -> None:
         self._dim = dim
@@ -345,6 +346,11 @@ class SpaceIndex:
 
     def arrays(self, agents: Sequence[str]) -> list[AgentArrays]:
         """The synchronised arrays of ``agents`` (call inside the read's store snapshot)."""
+        if self._store.aborted_writes != self._aborted:
+            # A write transaction rolled back since the last sync, which may have run inside it
+            # and loaded rows that were never committed: start again from the store.
+            self._aborted = self._store.aborted_writes
+            self._agents.clear()
         seq = self._store.change_seq(self._space)
         if seq != self._seen_seq and self._agents:
             self._apply_changes()

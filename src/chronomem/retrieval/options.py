@@ -46,6 +46,7 @@ class ReadOptions:
         crisis: an event id: a causal (TCMF) read of that crisis.
         asker: who asks, as a transcript speaker name.
         sequential: ``recall_many`` touches after each query (``None``: the preset's choice).
+        actor: who reads, for the space's access log (when it is on).
     """
 
     agents: Sequence[str] | None = None
@@ -60,6 +61,7 @@ class ReadOptions:
     crisis: str | None = None
     asker: str | None = None
     sequential: bool | None = None
+    actor: str | None = None
 
     def __post_init__(self) -> None:
         put = object.__setattr__
@@ -80,6 +82,7 @@ class ReadOptions:
             put(self, "preset", resolve_preset(self.preset))
         put(self, "crisis", optional_text(self.crisis, "crisis"))
         put(self, "asker", optional_text(self.asker, "asker"))
+        put(self, "actor", optional_text(self.actor, "actor"))
 
     @classmethod
     def from_arguments(cls, arguments: Mapping[str, Any]) -> ReadOptions:

@@ -43,6 +43,7 @@ when it happened, and returns the right memories for a question at a given momen
   (`purge`). Anything cited or part of a correction chain must be closed instead.
 - Your core memory blocks (persona, human, task, ...) are always in your context: keep them
   short and current with `core_memory_append` and `core_memory_replace`. Every edit is versioned.
+- Now and then, `review` your memory and `approve` or `reject` what it proposes.
 """
 
 KindName = Literal[
@@ -109,6 +110,11 @@ def _own(b: Binding, record_id: str) -> Record:
     if record.agent != b.agent:
         raise NotFoundError(f"no record {record_id!r} in your memory", record_id=record_id)
     return record
+
+
+def _own_proposal(b: Binding, proposal_id: str) -> None:
+    if not any(p.id == proposal_id and p.agent == b.agent for p in b.memory.proposals("open")):
+        raise NotFoundError(f"no open review proposal {proposal_id!r} of yours")
 
 
 def _as_tool_error(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -292,6 +298,26 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
         b = bind(ctx)
         block = b.memory.core_replace(b.agent, label, old_content, new_content, actor=b.actor)
         return _block(block)
+
+    @tool(
+        "Review your memory: proposals to verify stale facts, forget unused noise, link versions "
+        "or merge near-duplicates, close what misled you. Nothing changes until you approve."
+    )
+    def review(ctx: Context) -> list[dict[str, Any]]:
+        b = bind(ctx)
+        return [p.to_dict() for p in b.memory.review(b.agent)]
+
+    @tool("Apply one of your review proposals (by its id); it goes through the normal write path.")
+    def approve(ctx: Context, proposal_id: str) -> dict[str, Any]:
+        b = bind(ctx)
+        _own_proposal(b, proposal_id)
+        return b.memory.approve(proposal_id, actor=b.actor).to_dict()
+
+    @tool("Reject one of your review proposals, with the reason: it stays away until it changes.")
+    def reject(ctx: Context, proposal_id: str, reason: Reason) -> dict[str, Any]:
+        b = bind(ctx)
+        _own_proposal(b, proposal_id)
+        return b.memory.reject(proposal_id, reason, actor=b.actor).to_dict()
 
     @server.resource(
         "core://{label}",

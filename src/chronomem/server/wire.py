@@ -19,6 +19,7 @@ from chronomem.model.event import EventKind, Provenance
 from chronomem.model.record import Kind, Sensitivity
 
 __all__ = [
+    "AccessLogIn",
     "AdvanceIn",
     "AutoLinkIn",
     "BatchIn",
@@ -37,6 +38,7 @@ __all__ = [
     "RecallIn",
     "RecallManyIn",
     "RecordFields",
+    "RejectIn",
     "ReflectIn",
     "RememberIn",
     "SupersedeIn",
@@ -189,6 +191,14 @@ class CoreReplaceIn(_In):
     old: str
     new: str
     limit: int = DEFAULT_CORE_LIMIT
+
+
+class RejectIn(_In):
+    reason: str
+
+
+class AccessLogIn(_In):
+    on: bool
 
 
 class ClockIn(_In):

@@ -21,6 +21,7 @@ from chronomem.model.audit import AuditEntry, Closure
 from chronomem.model.event import Event, Link
 from chronomem.model.keys import ApiKey
 from chronomem.model.record import Record
+from chronomem.model.review import Access, Proposal, ProposalStatus
 
 __all__ = [
     "NEVER",
@@ -105,6 +106,9 @@ class MemoryStore(Protocol):
     """What the engine needs from a backend."""
 
     location: str
+    #: How many write transactions of this handle ended without committing. Anything read
+    #: inside one (an in-memory index synchronised there) may hold rows that never existed.
+    aborted_writes: int
 
     def close(self) -> None: ...
 
@@ -287,3 +291,33 @@ class MemoryStore(Protocol):
     def set_space_clock(self, space: str, now_us: int | None) -> None:
         """Set the space's simulated now (``None``: back to the wall clock)."""
         ...
+
+    # -- review and the access log -----------------------------------------------------------
+    def put_proposals(self, space: str, found: Sequence[Proposal]) -> None:
+        """Store proposals not stored yet (their ids are content-derived)."""
+        ...
+
+    def proposals(
+        self, space: str, *, ids: Sequence[str] | None = None, status: str | None = None
+    ) -> list[Proposal]: ...
+
+    def decide_proposal(
+        self, space: str, proposal_id: str, status: ProposalStatus, *, at_us: int,
+        by: str | None, reason: str | None,
+    ) -> bool:  # fmt: skip
+        """Close an open proposal; returns whether it was open."""
+        ...
+
+    def log_access(self, space: str, entries: Sequence[Access]) -> None: ...
+
+    def accesses(
+        self, space: str, *, record_id: str | None = None, limit: int = 100
+    ) -> list[Access]:
+        """The newest ``limit`` reads (of one record), newest first."""
+        ...
+
+    def access_counts(self, space: str, *, since_us: int) -> dict[str, int]: ...
+
+    def space_setting(self, space: str, key: str) -> str | None: ...
+
+    def set_space_setting(self, space: str, key: str, value: str | None) -> None: ...

@@ -37,6 +37,7 @@ _HINT = "install the postgres extra: pip install 'chronomem[postgres]'"
 _TABLES = (
     "records", "postings", "ann_vectors", "tombstones", "audit_log", "events", "links",
     "agents", "spaces", "store_meta", "schema_version", "api_keys", "space_clocks",
+    "review_proposals", "access_log", "space_settings",
 )  # fmt: skip
 _SCHEMA_LOCK = 7_349_101  # pg_advisory_xact_lock key: one process migrates at a time
 

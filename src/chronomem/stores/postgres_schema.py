@@ -136,8 +136,45 @@ _SERVICE = (
     )""",
 )
 
+_REVIEW = (
+    """CREATE TABLE review_proposals (
+        space           TEXT COLLATE "C" NOT NULL,
+        id              TEXT COLLATE "C" NOT NULL,
+        agent           TEXT COLLATE "C" NOT NULL,
+        action          TEXT COLLATE "C" NOT NULL,
+        category        TEXT COLLATE "C" NOT NULL,
+        record_ids      TEXT COLLATE "C" NOT NULL,
+        reasons         TEXT COLLATE "C" NOT NULL,
+        figures         TEXT COLLATE "C" NOT NULL,
+        created_at      TIMESTAMPTZ NOT NULL,
+        status          TEXT COLLATE "C" NOT NULL DEFAULT 'open',
+        decided_at      TIMESTAMPTZ,
+        decided_by      TEXT COLLATE "C",
+        decision_reason TEXT COLLATE "C",
+        PRIMARY KEY (space, id)
+    )""",
+    """CREATE TABLE access_log (
+        seq       BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        space     TEXT COLLATE "C" NOT NULL,
+        at        TIMESTAMPTZ NOT NULL,
+        as_of     TIMESTAMPTZ NOT NULL,
+        record_id TEXT COLLATE "C" NOT NULL,
+        actor     TEXT COLLATE "C",
+        verb      TEXT COLLATE "C" NOT NULL,
+        query     TEXT COLLATE "C"
+    )""",
+    "CREATE INDEX access_by_record ON access_log(space, record_id, seq)",
+    """CREATE TABLE space_settings (
+        space TEXT COLLATE "C" NOT NULL,
+        key   TEXT COLLATE "C" NOT NULL,
+        value TEXT COLLATE "C" NOT NULL,
+        PRIMARY KEY (space, key)
+    )""",
+)
+
 PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "records, agents, spaces, lifecycle, audit, events, links, postings", _INITIAL),
     Migration(2, "passage vectors", ("ALTER TABLE records ADD COLUMN passages BYTEA",)),
     Migration(3, "service: API keys and simulated space clocks", _SERVICE),
+    Migration(4, "review proposals, the access log, space settings", _REVIEW),
 )

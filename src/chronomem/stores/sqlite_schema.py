@@ -172,6 +172,42 @@ _SERVICE = (
     )""",
 )
 
+_REVIEW = (
+    """CREATE TABLE review_proposals (
+        space           TEXT NOT NULL,
+        id              TEXT NOT NULL,
+        agent           TEXT NOT NULL,
+        action          TEXT NOT NULL,
+        category        TEXT NOT NULL,
+        record_ids      TEXT NOT NULL,
+        reasons         TEXT NOT NULL,
+        figures         TEXT NOT NULL,
+        created_at      INTEGER NOT NULL,
+        status          TEXT NOT NULL DEFAULT 'open',
+        decided_at      INTEGER,
+        decided_by      TEXT,
+        decision_reason TEXT,
+        PRIMARY KEY (space, id)
+    )""",
+    """CREATE TABLE access_log (
+        seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+        space     TEXT NOT NULL,
+        at        INTEGER NOT NULL,
+        as_of     INTEGER NOT NULL,
+        record_id TEXT NOT NULL,
+        actor     TEXT,
+        verb      TEXT NOT NULL,
+        query     TEXT
+    )""",
+    "CREATE INDEX access_by_record ON access_log(space, record_id, seq)",
+    """CREATE TABLE space_settings (
+        space TEXT NOT NULL,
+        key   TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (space, key)
+    )""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "records, agents, spaces, full-text index", _INITIAL),
     Migration(2, "lifecycle: pre-close validity, audit log", _LIFECYCLE),
@@ -179,4 +215,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "full text: chronomem's postings replace FTS5; sync index", _POSTINGS),
     Migration(5, "passage vectors", ("ALTER TABLE records ADD COLUMN passages BLOB",)),
     Migration(6, "service: API keys and simulated space clocks", _SERVICE),
+    Migration(7, "review proposals, the access log, space settings", _REVIEW),
 )

@@ -103,8 +103,8 @@ def dependants(db: SQLBackend, space: str, record_id: str) -> list[tuple[str, st
 
 
 def delete_records(db: SQLBackend, space: str, ids: Sequence[str]) -> None:
-    """Delete rows, vectors and postings, leaving a tombstone (id and agent) for other
-    processes' arrays."""
+    """Delete rows, vectors, postings and the access log's rows, leaving a tombstone (id and
+    agent) for other processes' arrays."""
     if not ids:
         return
     with db.write():
@@ -119,6 +119,10 @@ def delete_records(db: SQLBackend, space: str, ids: Sequence[str]) -> None:
             )
             fulltext.remove_documents(db, space, where, params)
             db._execute(f"DELETE FROM records {where}", params)
+            db._execute(
+                f"DELETE FROM access_log WHERE record_id IN ({marks(len(chunk))}) AND space = ?",
+                params,
+            )
 
 
 def flag_evidence(db: SQLBackend, space: str, cited_ids: Sequence[str], status: str) -> list[str]:

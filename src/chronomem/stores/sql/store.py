@@ -13,6 +13,7 @@ metadata — and each contract method is one call into the module of its concern
 ``sql/audit.py``          the audit log
 ``sql/migrations.py``     numbered schema steps
 ``sql/service.py``        the HTTP service's API keys and simulated space clocks
+``sql/review.py``         review proposals, the access log, per-space settings
 ========================  =================================================================
 
 A backend subclass (:class:`~chronomem.stores.sqlite.SQLiteStore`,
@@ -33,6 +34,7 @@ from chronomem.model.audit import AuditEntry, Closure
 from chronomem.model.event import Event, Link
 from chronomem.model.keys import ApiKey
 from chronomem.model.record import Record
+from chronomem.model.review import Access, Proposal, ProposalStatus
 from chronomem.stores.base import EmbeddingMeta, LexicalMatches, RecordColumns, StoredRecord
 from chronomem.stores.sql import (
     audit,
@@ -42,6 +44,7 @@ from chronomem.stores.sql import (
     lifecycle,
     migrations,
     records,
+    review,
     service,
 )
 from chronomem.stores.sql.backend import Cursor
@@ -61,6 +64,7 @@ class SQLStore:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._in_transaction = False
+        self.aborted_writes = 0
         self._closed = False
 
     # -- what a backend provides -----------------------------------------------------------
@@ -143,6 +147,7 @@ class SQLStore:
             try:
                 yield
             except BaseException as exc:
+                self.aborted_writes += what == "write"
                 self._execute("ROLLBACK")
                 if isinstance(exc, Exception) and self._is_db_error(exc):
                     raise self._translate(exc, what) from exc
@@ -151,6 +156,7 @@ class SQLStore:
                 try:
                     self._execute("COMMIT")
                 except Exception as exc:
+                    self.aborted_writes += what == "write"
                     if self._is_db_error(exc):
                         raise self._translate(exc, what) from exc
                     raise
@@ -357,3 +363,37 @@ class SQLStore:
 
     def set_space_clock(self, space: str, now_us: int | None) -> None:
         service.set_space_clock(self, space, now_us)
+
+    # -- review and the access log (sql/review.py) ----------------------------------------------
+    def put_proposals(self, space: str, found: Sequence[Proposal]) -> None:
+        review.put_proposals(self, space, found)
+
+    def proposals(
+        self, space: str, *, ids: Sequence[str] | None = None, status: str | None = None
+    ) -> list[Proposal]:
+        return review.proposals(self, space, ids=ids, status=status)
+
+    def decide_proposal(
+        self, space: str, proposal_id: str, status: ProposalStatus, *, at_us: int,
+        by: str | None, reason: str | None,
+    ) -> bool:  # fmt: skip
+        return review.decide_proposal(
+            self, space, proposal_id, status, at_us=at_us, by=by, reason=reason
+        )
+
+    def log_access(self, space: str, entries: Sequence[Access]) -> None:
+        review.log_access(self, space, entries)
+
+    def accesses(
+        self, space: str, *, record_id: str | None = None, limit: int = 100
+    ) -> list[Access]:
+        return review.accesses(self, space, record_id=record_id, limit=limit)
+
+    def access_counts(self, space: str, *, since_us: int) -> dict[str, int]:
+        return review.access_counts(self, space, since_us=since_us)
+
+    def space_setting(self, space: str, key: str) -> str | None:
+        return review.space_setting(self, space, key)
+
+    def set_space_setting(self, space: str, key: str, value: str | None) -> None:
+        review.set_space_setting(self, space, key, value)

@@ -1,0 +1,1 @@
+"""The service's routes, by concern; each module's ``register`` adds its routes."""

@@ -1,0 +1,84 @@
+"""The causal graph (events, links, ancestry, auto-linking) and reflection."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+
+from chronomem.model.event import Ancestor, Event, Link
+from chronomem.model.keys import Scope
+from chronomem.model.reflection import ReflectionResult
+from chronomem.server import wire
+from chronomem.server.routes.service import Credentials, Service, instant
+
+__all__ = ["register"]
+
+
+def register(v1: APIRouter, service: Service) -> None:
+    """Add this module's routes to ``v1`` (``/v1/spaces/{space}``)."""
+
+    # -- causal graph ---------------------------------------------------------------------------
+    @v1.post("/events", tags=["graph"])
+    def add_event(space: str, body: wire.EventIn, auth: Credentials) -> Event:
+        service.allow(auth, space, Scope.WRITE)
+        return service.memory(space).add_event(**body.model_dump())
+
+    @v1.get("/events/{event_id}", tags=["graph"])
+    def get_event(space: str, event_id: str, auth: Credentials) -> Event:
+        service.allow(auth, space, Scope.READ)
+        return service.memory(space).get_event(event_id)
+
+    @v1.get("/events/{event_id}/{direction}", tags=["graph"])
+    def reach(
+        space: str,
+        event_id: str,
+        direction: Literal["ancestors", "descendants"],
+        auth: Credentials,
+        max_depth: int = 4,
+        as_of: Annotated[str | None, Query(description="ISO 8601 with offset")] = None,
+    ) -> list[Ancestor]:
+        """The event's causes (``ancestors``) or effects (``descendants``) within
+        ``max_depth`` links."""
+        service.allow(auth, space, Scope.READ)
+        verb = (
+            service.memory(space).ancestors
+            if direction == "ancestors"
+            else service.memory(space).descendants
+        )
+        return verb(event_id, max_depth, as_of=instant(as_of))
+
+    @v1.post("/events/{event_id}/auto-link", tags=["graph"])
+    def auto_link(
+        space: str, event_id: str, body: wire.AutoLinkIn, auth: Credentials
+    ) -> list[Link]:
+        service.allow(auth, space, Scope.WRITE)
+        return service.memory(space).auto_link(event_id, **body.model_dump())
+
+    @v1.get("/links", tags=["graph"])
+    def links(space: str, auth: Credentials) -> list[Link]:
+        service.allow(auth, space, Scope.READ)
+        return service.memory(space).links()
+
+    @v1.post("/links", tags=["graph"])
+    def link(space: str, body: wire.LinkIn, auth: Credentials) -> Link:
+        service.allow(auth, space, Scope.WRITE)
+        return service.memory(space).link(
+            body.cause, body.effect, body.weight, body.provenance, similarity=body.similarity
+        )
+
+    @v1.delete("/links/{cause}/{effect}", tags=["graph"])
+    def unlink(space: str, cause: str, effect: str, auth: Credentials) -> bool:
+        service.allow(auth, space, Scope.WRITE)
+        return service.memory(space).unlink(cause, effect)
+
+    # -- reflection -----------------------------------------------------------------------------
+    @v1.post("/reflections", tags=["reflection"])
+    def reflect(space: str, body: wire.ReflectIn, auth: Credentials) -> ReflectionResult:
+        service.allow(auth, space, Scope.WRITE)
+        return service.memory(space).reflect(body.agent, as_of=body.as_of, touch=body.touch)
+
+    @v1.post("/embed-passages", tags=["records"])
+    def embed_passages(space: str, auth: Credentials) -> int:
+        service.allow(auth, space, Scope.ADMIN)
+        return service.memory(space).embed_passages()

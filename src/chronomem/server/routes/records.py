@@ -1,0 +1,112 @@
+"""Records and their lifecycle: remember, browse, get, history, audit, supersede, close,
+verify, feedback, forget."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from chronomem.model.audit import AuditEntry, ForgetResult
+from chronomem.model.keys import Scope
+from chronomem.model.record import Kind, Record, WriteResult
+from chronomem.server import wire
+from chronomem.server.routes.service import Credentials, Service, instant
+
+__all__ = ["register"]
+
+
+def register(v1: APIRouter, service: Service) -> None:
+    """Add this module's routes to ``v1`` (``/v1/spaces/{space}``)."""
+
+    # -- records --------------------------------------------------------------------------------
+    @v1.post("/records", tags=["records"])
+    def remember(space: str, body: wire.RememberIn, auth: Credentials) -> WriteResult:
+        caller = service.allow(auth, space, Scope.WRITE)
+        return service.memory(space).remember(
+            **body.model_dump(exclude_unset=True), actor=caller.actor
+        )
+
+    @v1.post("/records/batch", tags=["records"])
+    def remember_many(space: str, body: wire.BatchIn, auth: Credentials) -> list[WriteResult]:
+        caller = service.allow(auth, space, Scope.WRITE)
+        items = [item.model_dump(exclude_unset=True) for item in body.items]
+        return service.memory(space).remember_many(
+            items, agent=body.agent, kind=body.kind, actor=caller.actor
+        )
+
+    @v1.get("/records", tags=["records"])
+    def records(
+        space: str,
+        auth: Credentials,
+        agent: Annotated[list[str] | None, Query()] = None,
+        kind: Annotated[list[Kind] | None, Query()] = None,
+        domain: str | None = None,
+        include_history: bool = False,
+        since: Annotated[str | None, Query(description="ISO 8601 with offset")] = None,
+        until: Annotated[str | None, Query(description="ISO 8601 with offset")] = None,
+        as_of: Annotated[str | None, Query(description="ISO 8601 with offset")] = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Record]:
+        """Browse without a query, newest first (``agent`` and ``kind`` repeat)."""
+        service.allow(auth, space, Scope.READ)
+        return service.memory(space).records(
+            agents=agent, kinds=kind, domain=domain, include_history=include_history,
+            since=instant(since, "since"), until=instant(until, "until"),
+            as_of=instant(as_of), limit=limit, offset=offset,
+        )  # fmt: skip
+
+    @v1.get("/records/{record_id}", tags=["records"])
+    def get(space: str, record_id: str, auth: Credentials) -> Record:
+        service.allow(auth, space, Scope.READ)
+        return service.memory(space).get(record_id)
+
+    @v1.get("/records/{record_id}/history", tags=["lifecycle"])
+    def history(space: str, record_id: str, auth: Credentials) -> list[Record]:
+        service.allow(auth, space, Scope.READ)
+        return service.memory(space).history(record_id)
+
+    @v1.get("/records/{record_id}/audit", tags=["lifecycle"])
+    def record_audit(space: str, record_id: str, auth: Credentials) -> list[AuditEntry]:
+        service.allow(auth, space, Scope.READ)
+        return service.memory(space).audit(record_id)
+
+    @v1.post("/records/{record_id}/supersede", tags=["lifecycle"])
+    def supersede(
+        space: str, record_id: str, body: wire.SupersedeIn, auth: Credentials
+    ) -> WriteResult:
+        caller = service.allow(auth, space, Scope.WRITE)
+        fields = body.model_dump(exclude_unset=True)
+        return service.memory(space).supersede(record_id, actor=caller.actor, **fields)
+
+    @v1.post("/records/{record_id}/close", tags=["lifecycle"])
+    def close_record(space: str, record_id: str, body: wire.CloseIn, auth: Credentials) -> Record:
+        caller = service.allow(auth, space, Scope.WRITE)
+        return service.memory(space).close_record(
+            record_id, body.reason, valid_until=body.valid_until, actor=caller.actor
+        )
+
+    @v1.post("/records/{record_id}/verify", tags=["lifecycle"])
+    def verify(space: str, record_id: str, body: wire.VerifyIn, auth: Credentials) -> Record:
+        caller = service.allow(auth, space, Scope.WRITE)
+        return service.memory(space).verify(record_id, actor=caller.actor, reason=body.reason)
+
+    @v1.post("/records/{record_id}/feedback", tags=["lifecycle"])
+    def feedback(space: str, record_id: str, body: wire.FeedbackIn, auth: Credentials) -> Record:
+        caller = service.allow(auth, space, Scope.WRITE)
+        return service.memory(space).feedback(
+            record_id, body.signal, body.reason, actor=caller.actor
+        )
+
+    @v1.post("/records/{record_id}/forget", tags=["lifecycle"])
+    def forget(space: str, record_id: str, body: wire.ForgetIn, auth: Credentials) -> ForgetResult:
+        caller = service.allow(auth, space, Scope.ADMIN if body.purge else Scope.WRITE)
+        return service.memory(space).forget(
+            record_id, body.reason, purge=body.purge, actor=caller.actor
+        )
+
+    @v1.get("/audit", tags=["lifecycle"])
+    def audit(space: str, auth: Credentials) -> list[AuditEntry]:
+        service.allow(auth, space, Scope.READ)
+        return service.memory(space).audit()

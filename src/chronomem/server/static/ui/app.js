@@ -1,0 +1,76 @@
+// chronomem web UI: a little JavaScript over server-rendered pages.
+"use strict";
+window.chronomem = (function () {
+  function iso(seconds) {
+    return new Date(seconds * 1000).toISOString().slice(0, 16) + "Z";
+  }
+
+  // The timeline: moving the as-of control (or the agent, or the history box) re-renders the
+  // list for that instant, from the server.
+  function timeline(form) {
+    if (!form) return;
+    var space = form.dataset.space, slider = form.querySelector("#as-of");
+    var label = form.querySelector("#as-of-label"), pending = null;
+    function refresh() {
+      var params = new URLSearchParams({
+        agent: form.querySelector("#agent").value,
+        as_of: iso(Number(slider.value)),
+        history: form.querySelector("#history").checked ? "true" : "false",
+      });
+      label.textContent = iso(Number(slider.value)).replace("T", " ").replace("Z", " UTC");
+      document.getElementById("timeline-title").textContent =
+        "What " + (form.querySelector("#agent").value || "the agent") + " knew";
+      if (pending) pending.abort();
+      pending = new AbortController();
+      var box = document.getElementById("timeline");
+      box.setAttribute("aria-busy", "true");
+      fetch("/ui/spaces/" + encodeURIComponent(space) + "/timeline?" + params, { signal: pending.signal })
+        .then(function (r) { return r.text(); })
+        .then(function (html) { box.innerHTML = html; box.setAttribute("aria-busy", "false"); })
+        .catch(function () {});
+      history.replaceState(null, "", "?" + params);
+    }
+    slider.addEventListener("input", function () {
+      label.textContent = iso(Number(slider.value)).replace("T", " ").replace("Z", " UTC");
+    });
+    slider.addEventListener("change", refresh);
+    form.querySelector("#agent").addEventListener("change", refresh);
+    form.querySelector("#history").addEventListener("change", refresh);
+  }
+
+  // The causal view: events and weighted links; a chosen crisis and its ancestors stand out.
+  function graph(box) {
+    if (!box || !window.cytoscape) return;
+    var data = JSON.parse(box.dataset.graph);
+    var elements = data.nodes.concat(data.edges);
+    var cy = cytoscape({
+      container: box, elements: elements, wheelSensitivity: 0.2,
+      layout: { name: "breadthfirst", directed: true, padding: 20, spacingFactor: 1.1 },
+      style: [
+        { selector: "node", style: { label: "data(label)", "font-size": 10, "text-wrap": "wrap",
+          "text-max-width": 120, "background-color": "#cbd5e1", width: 18, height: 18 } },
+        { selector: "edge", style: { label: "data(weight)", "font-size": 9, "curve-style": "bezier",
+          "target-arrow-shape": "triangle", width: "mapData(weight, 0, 1, 1, 5)", "line-color": "#94a3b8",
+          "target-arrow-color": "#94a3b8" } },
+        { selector: ".ancestor", style: { "background-color": "#f59e0b" } },
+        { selector: ".crisis", style: { "background-color": "#ef4444", width: 26, height: 26 } },
+        { selector: ".path", style: { "line-color": "#f59e0b", "target-arrow-color": "#f59e0b" } },
+      ],
+    });
+    if (data.crisis) {
+      cy.getElementById(data.crisis).addClass("crisis");
+      Object.keys(data.ancestors).forEach(function (id) { cy.getElementById(id).addClass("ancestor"); });
+      cy.edges().forEach(function (e) {
+        var s = e.data("source"), t = e.data("target");
+        if ((s in data.ancestors) && (t in data.ancestors || t === data.crisis)) e.addClass("path");
+      });
+    }
+    box.cytoscape = cy;  // for the browser tests and the console
+    box.dataset.ready = "true";
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    timeline(document.getElementById("timeline-controls"));
+  });
+  return { graph: graph };
+})();

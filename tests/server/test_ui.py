@@ -1,0 +1,296 @@
+"""The web UI in a real browser: Debian's Chromium, headless, driven by Playwright, against a real
+``chronomem serve`` on 127.0.0.1 over a real SQLite file, logged in with real keys.
+
+Skipped when Chromium or Playwright is missing, except in CI (``CI=true``), where that fails:
+``make test`` installs Chromium (``apt-get install chromium``) on a machine that lacks it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chronomem import Memory, SimClock
+from chronomem.clock import to_micros
+from chronomem.server.keys import create_key
+from chronomem.stores import open_store
+from tests.server.service import running
+
+pytestmark = pytest.mark.browser
+
+START = datetime(2025, 3, 1, 9, tzinfo=UTC)
+SUPERSEDED = START + timedelta(days=20)
+NOW = START + timedelta(days=220)
+CHROMIUM = os.environ.get("CHRONOMEM_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def _unavailable(what: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI needs {what} for the browser tests")
+    pytest.skip(f"no {what}")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("playwright")
+    if not Path(CHROMIUM).exists():
+        _unavailable(f"Chromium at {CHROMIUM}")
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+def unit(*values: float) -> list[float]:
+    norm = math.sqrt(sum(v * v for v in values))
+    return [v / norm for v in values]
+
+
+@dataclass(frozen=True)
+class Site:
+    url: str
+    db: Path
+    keys: dict[str, str]  # read, write (space "a"), other (admin of space "b")
+    ids: dict[str, str]
+
+
+def _scene(db: Path) -> dict[str, str]:
+    """Space "a": a developer assistant whose install instruction was replaced on day 20, a
+    pin rated down, and a drought that led to a riot through rising prices."""
+    clock = SimClock(START)
+    with Memory.open(db, embedder=None, clock=clock, space="a") as mem:
+        npm = mem.remember("Install packages with npm", agent="dev", kind="instruction",
+                           importance=6, embedding=unit(1, 0, 0, 0.1)).id  # fmt: skip
+        pin = mem.remember("Pin libfoo to 2.1", agent="dev", kind="instruction", importance=5,
+                           embedding=unit(0, 0.2, 1, 0)).id  # fmt: skip
+        clock.set(SUPERSEDED)
+        pnpm = mem.supersede(npm, "Install packages with pnpm, not npm", agent="dev",
+                             reason="the monorepo moved to pnpm", actor="ana",
+                             embedding=unit(1, 0.05, 0, 0.1)).id  # fmt: skip
+        mem.feedback(pin, "harmful", "the pin blocked a security fix")
+        drought = mem.add_event("the spring drought", occurred_at=START, embedding=unit(0, 0, 0, 1))
+        prices = mem.add_event("grain prices doubled", occurred_at=START + timedelta(days=5),
+                               embedding=unit(0, 0, 0.3, 1))  # fmt: skip
+        riot = mem.add_event("a riot at the granary", kind="crisis",
+                             occurred_at=START + timedelta(days=9),
+                             embedding=unit(0, 0.2, 0.3, 1))  # fmt: skip
+        mem.link(drought.id, prices.id, 0.8)
+        mem.link(prices.id, riot.id, 0.7)
+        mem.remember("bread costs twice what it did", agent="tom", event_id=prices.id,
+                     embedding=unit(0, 0.6, 1, 0.3))  # fmt: skip
+    with Memory.open(db, embedder=None, clock=SimClock(START), space="b") as other:
+        other.remember("a secret of space b", agent="eve", embedding=unit(1, 1, 0, 0))
+    return {"npm": str(npm), "pnpm": str(pnpm), "pin": str(pin), "riot": riot.id,
+            "prices": prices.id, "drought": drought.id}  # fmt: skip
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[Site]:
+    db = tmp_path / "ui.db"
+    ids = _scene(db)
+    store = open_store(db)
+    keys = {
+        "read": create_key(store, space="a", scope="read", label="reader", now=START)[1],
+        "write": create_key(store, space="a", scope="write", label="curator", now=START)[1],
+        "other": create_key(store, space="b", scope="admin", label="b-admin", now=START)[1],
+    }
+    store.close()
+    with running(db, embedder=None) as (url, spaces):
+        spaces.admin.set_space_clock("a", to_micros(NOW))
+        yield Site(url, db, keys, ids)
+
+
+def _login(browser: Any, site: Site, key: str, path: str) -> Any:
+    page = browser.new_page()
+    page.goto(f"{site.url}/ui/login?next={path}")
+    page.fill("#key", site.keys[key])
+    page.click("#login")
+    page.wait_for_load_state()
+    return page
+
+
+def _slide(page: Any, at: datetime) -> None:
+    """Move the as-of control to ``at`` as a person would (input, then change)."""
+    page.eval_on_selector(
+        "#as-of",
+        "(el, s) => { el.value = s; el.dispatchEvent(new Event('input'));"
+        " el.dispatchEvent(new Event('change')); }",
+        str(int(at.timestamp())),
+    )
+    page.wait_for_selector("#timeline[aria-busy='false']")
+
+
+def _texts(page: Any, selector: str) -> list[str]:
+    return [t.strip() for t in page.locator(selector).all_inner_texts()]
+
+
+def test_the_as_of_control_shows_what_the_agent_knew_then(browser: Any, site: Site) -> None:
+    page = _login(browser, site, "read", "/ui/spaces/a?agent=dev")
+    shown = "#records li.record .text"
+    assert "Install packages with pnpm, not npm" in _texts(page, shown)
+    assert "Install packages with npm" not in _texts(page, shown)
+
+    _slide(page, SUPERSEDED - timedelta(days=10))
+    assert "Install packages with npm" in _texts(page, shown)
+    assert "Install packages with pnpm, not npm" not in _texts(page, shown)
+    assert "2025-03-11" in page.inner_text("#as-of-label")
+    assert "as_of=2025-03-11" in page.url  # the instant is in the address, to share
+
+    _slide(page, SUPERSEDED + timedelta(days=1))
+    assert "Install packages with npm" not in _texts(page, shown)
+    assert "1 closed or superseded by then (hidden)" in page.inner_text("#timeline-summary")
+    page.check("#history")
+    page.wait_for_selector("li.record[data-state='superseded']")
+    superseded = page.locator("li.record[data-state='superseded'] .text").all_inner_texts()
+    assert superseded == ["Install packages with npm"]
+    page.close()
+
+
+def test_the_record_page_shows_the_chain_the_audit_and_the_ratings(
+    browser: Any, site: Site
+) -> None:
+    page = _login(browser, site, "read", f"/ui/spaces/a/records/{site.ids['npm']}")
+    assert page.inner_text("#record-text") == "Install packages with npm"
+    assert _texts(page, "#chain li a") == [
+        "Install packages with npm",
+        "Install packages with pnpm, not npm",
+    ]
+    audit = page.inner_text("#audit")
+    assert "supersede" in audit
+    assert "by ana" in audit
+    assert "the monorepo moved to pnpm" in audit
+    page.click("#chain li >> nth=1 >> a")
+    page.wait_for_load_state()
+    assert page.inner_text("#record-text") == "Install packages with pnpm, not npm"
+    assert "the monorepo moved to pnpm" in page.inner_text("#audit")  # the chain's story
+
+    page.goto(f"{site.url}/ui/spaces/a/records/{site.ids['pin']}")
+    assert "the pin blocked a security fix" in page.inner_text("main")
+    assert page.inner_text("#fields").count("feedback_score") == 1
+    page.close()
+
+
+def test_the_explorer_bars_add_up_to_each_score(browser: Any, site: Site) -> None:
+    page = _login(browser, site, "read", "/ui/spaces/a/explore")
+    page.fill("#q", "install packages with pnpm")
+    page.click("#ask")
+    page.wait_for_selector("#hits li.hit")
+    hits = page.eval_on_selector_all(
+        "#hits li.hit",
+        """items => items.map(li => ({
+            score: Number(li.dataset.score),
+            parts: [...li.querySelectorAll('.bars .bar')].map(b => Number(b.dataset.value)),
+            text: li.querySelector('a').textContent }))""",
+    )
+    assert hits[0]["text"] == "Install packages with pnpm, not npm"
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    for hit in hits:
+        assert hit["parts"], hit
+        assert sum(hit["parts"]) == pytest.approx(hit["score"], rel=1e-9, abs=1e-12), hit
+    assert "relevance" in page.inner_text("#hits li.hit >> nth=0")
+    page.close()
+
+
+def test_the_causal_view_lights_the_crisis_and_its_ancestors(browser: Any, site: Site) -> None:
+    page = _login(browser, site, "read", f"/ui/spaces/a/causal?crisis={site.ids['riot']}")
+    page.wait_for_selector("#graph[data-ready='true']")
+    drawn = page.eval_on_selector(
+        "#graph",
+        """box => ({
+            crisis: box.cytoscape.$('node.crisis').map(n => n.id()),
+            ancestors: box.cytoscape.$('node.ancestor').map(n => n.id()).sort(),
+            path: box.cytoscape.$('edge.path').length,
+            edges: box.cytoscape.edges().length })""",
+    )
+    assert drawn["crisis"] == [site.ids["riot"]]
+    assert drawn["ancestors"] == sorted([site.ids["prices"], site.ids["drought"]])
+    assert drawn["path"] == drawn["edges"] == 2
+    listed = _texts(page, "#ancestors > li")
+    assert "grain prices doubled" in listed[0]
+    assert "depth 1" in listed[0]
+    assert "the spring drought" in listed[1]
+    assert "depth 2" in listed[1]
+    witnesses = _texts(page, "#ancestors li[data-id] .witnesses li a")
+    assert witnesses == ["bread costs twice what it did"]  # tied to the prices by event_id
+    assert "bread costs twice what it did" in page.inner_text("#context")
+    page.close()
+
+
+def test_approving_a_proposal_applies_it_and_audits_the_key(browser: Any, site: Site) -> None:
+    page = _login(browser, site, "write", "/ui/spaces/a/review")
+    close = page.locator("li.proposal[data-action='close']")
+    assert "Pin libfoo to 2.1" in close.inner_text()
+    close.locator("button.approve").click()
+    page.wait_for_selector("#note")
+    assert page.inner_text("#note") == "approved"
+    assert page.locator("li.proposal[data-action='close']").count() == 0
+    with Memory.open(site.db, embedder=None, space="a") as mem:
+        record = mem.get(site.ids["pin"])
+        entries = [e for e in mem.audit(record.id) if e.action == "close"]
+    assert record.status.value == "closed"
+    assert len(entries) == 1
+    assert entries[0].actor is not None
+    assert entries[0].actor.startswith("key:")
+    page.close()
+
+
+def test_a_read_key_sees_the_queue_but_cannot_approve(browser: Any, site: Site) -> None:
+    page = _login(browser, site, "read", "/ui/spaces/a/review")
+    assert page.locator("li.proposal").count() == 0  # reviewing queues proposals: a write key
+    assert "write key" in page.inner_text("#read-only")
+    _login(browser, site, "write", "/ui/spaces/a/review").close()  # a curator reviews
+    page.reload()
+    page.locator("li.proposal[data-action='close'] button.approve").click()
+    page.wait_for_load_state()
+    assert "write" in page.inner_text("#error")
+    with Memory.open(site.db, embedder=None, space="a") as mem:
+        assert mem.get(site.ids["pin"]).status.value == "open"
+    page.close()
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/ui/spaces/a", "/ui/spaces/a/timeline?agent=dev", "/ui/spaces/a/explore?q=install",
+     "/ui/spaces/a/causal", "/ui/spaces/a/review", "/ui/spaces/a/records/{npm}"],
+)  # fmt: skip
+def test_a_key_of_another_space_sees_nothing_of_it(browser: Any, site: Site, path: str) -> None:
+    page = _login(browser, site, "other", "/ui")
+    assert page.url.endswith("/ui/spaces/b")  # a space's key lands on its own space
+    assert "a secret of space b" in page.inner_text("main")
+    response = page.goto(site.url + path.format(**site.ids))
+    assert response is not None
+    assert response.status == 404
+    body = page.inner_text("body")
+    for text in ("Install packages", "Pin libfoo", "riot", "grain", "dev"):
+        assert text not in body
+    page.close()
+
+
+def test_without_a_key_every_page_asks_for_one(browser: Any, site: Site) -> None:
+    page = browser.new_page()
+    page.goto(f"{site.url}/ui/spaces/a/records/{site.ids['npm']}")
+    assert "/ui/login" in page.url
+    assert "Install packages" not in page.inner_text("body")
+    page.fill("#key", "cmk_not_a_key")
+    page.click("#login")
+    page.wait_for_load_state()
+    assert "unknown or revoked key" in page.inner_text("main")
+    page.fill("#key", site.keys["read"])
+    page.click("#login")
+    page.wait_for_load_state()
+    assert page.inner_text("#record-text") == "Install packages with npm"  # back where it began
+    cookie = next(c for c in page.context.cookies() if c["name"] == "chronomem_key")
+    assert cookie["httpOnly"]
+    assert cookie["sameSite"] == "Strict"
+    page.close()
