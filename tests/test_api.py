@@ -18,8 +18,8 @@ def test_public_api_is_pinned() -> None:
     assert set(chronomem.__all__) == {
         "Ancestor", "AuditEntry", "Breakdown", "CausalConfig", "CausalPart", "ChronomemError",
         "CitationError", "Clock", "ConfigError", "ConflictError", "DependentsExistError",
-        "DepthWeighting", "Embedder", "EmbedderError", "EmbedderMismatchError", "Event",
-        "EventKind", "EvidenceStatus", "ForgetResult", "Fusion", "GAImportReport",
+        "DepthWeighting", "EMBEDDING_KEY", "Embedder", "EmbedderError", "EmbedderMismatchError",
+        "Event", "EventKind", "EvidenceStatus", "ForgetResult", "Fusion", "GAImportReport",
         "HeuristicImportance", "Hit", "ImportReport", "ImportanceScorer", "InvalidInputError",
         "Kind", "LLMClient", "LLMError", "LLMHTTPError", "LLMImportance", "LLMResponseError",
         "LLMTimeoutError", "LifecycleConfig", "Link", "Memory", "MemoryStore", "MigratedSpace",

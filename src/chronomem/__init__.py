@@ -49,6 +49,7 @@ from chronomem.errors import (
 )
 from chronomem.llm import LLMClient, OpenAICompatibleLLM, ScriptedLLM
 from chronomem.model import (
+    EMBEDDING_KEY,
     Ancestor,
     AuditEntry,
     Breakdown,
@@ -94,6 +95,7 @@ __all__ = [
     "ConflictError",
     "DependentsExistError",
     "DepthWeighting",
+    "EMBEDDING_KEY",
     "Embedder",
     "EmbedderError",
     "EmbedderMismatchError",

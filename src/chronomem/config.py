@@ -294,11 +294,24 @@ class ScoringConfig:
         recency_unit: the time unit of the decay (the paper: one hour).
         normalisation: minmax or fixed.
         weights: the episodic score weights.
-        exclude_text: records whose text contains this substring are not candidates (the
-            Generative Agents code drops every memory containing "idle").
+        exclude_key: records whose embedding key contains this substring are not candidates
+            (the Generative Agents code drops every memory whose ``embedding_key`` contains
+            "idle"). A record's embedding key is ``metadata["ga_embedding_key"]`` when it has
+            one (the importer keeps it), else its text.
         exclude_kinds: kinds that are never candidates for this preset.
+        listed_after: ordinal recency only: among candidates last accessed at the same instant,
+            records of these kinds come after every other record, and within each group the
+            most recently written comes first (the code concatenates its event list and its
+            thought list, each newest first, and sorts them stably by last access).
         sequential_touch: the default for ``recall_many``: touch after each query (the code's
             behaviour) instead of scoring every query on one snapshot.
+        touch_backwards: touching sets ``last_accessed_at = as_of`` even when that is earlier
+            than the stored access (the code stamps the simulation's current time, also when
+            its clock went back). ``False`` (every other preset): access times never move back.
+        default_k: how many hits a read returns when it does not say (the code: 30).
+        float64_cosines: compute cosines in float64 from the stored float32 vectors (as the
+            code computes them from its own vectors): slower, and scores then differ from the
+            code's by the float32 storage alone.
         lifecycle: staleness decay and feedback push-down (DESIGN §2 step 5).
         causal: the causal boost applied when a read names a crisis (DESIGN §4).
         bm25_half: the BM25 at which fixed lexical relevance is 0.5 (``bm25 / (bm25 + half)``).
@@ -317,9 +330,13 @@ class ScoringConfig:
     recency_unit: timedelta = timedelta(hours=1)
     normalisation: Normalisation = Normalisation.MINMAX
     weights: Weights = field(default_factory=Weights)
-    exclude_text: str | None = None
+    exclude_key: str | None = None
     exclude_kinds: frozenset[Kind] = frozenset()
+    listed_after: frozenset[Kind] = frozenset()
     sequential_touch: bool = False
+    touch_backwards: bool = False
+    default_k: int = 10
+    float64_cosines: bool = False
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
     causal: CausalConfig = field(default_factory=CausalConfig)
     bm25_half: float = 2.0
@@ -354,7 +371,12 @@ class ScoringConfig:
             w = getattr(self.weights, name)
             if not math.isfinite(w) or w < 0:
                 raise ConfigError(f"weights.{name} must be finite and >= 0; got {w}")
-        object.__setattr__(self, "exclude_kinds", frozenset(Kind(k) for k in self.exclude_kinds))
+        for name in ("exclude_kinds", "listed_after"):
+            object.__setattr__(self, name, frozenset(Kind(k) for k in getattr(self, name)))
+        if isinstance(self.default_k, bool) or not isinstance(self.default_k, int):
+            raise ConfigError(f"default_k must be an integer; got {self.default_k!r}")
+        if self.default_k < 1:
+            raise ConfigError(f"default_k must be at least 1; got {self.default_k}")
 
 
 # Long-horizon conversational memory: hybrid relevance carries the ranking (the best of a
@@ -391,9 +413,11 @@ PRESETS: Mapping[str, ScoringConfig] = MappingProxyType(
             weights=Weights(relevance=1.0, recency=1.0, importance=1.0),
         ),
         # Compatibility mode reproducing the authors' code (reverie retrieve.new_retrieve):
-        # ordinal recency over memories sorted by last access ascending (scratch decay 0.99),
-        # global weights recency 0.5 / relevance 3 / importance 2, memories containing "idle"
-        # skipped, chats not retrieved, focal points touched one after another.
+        # ordinal recency over events then thoughts (each newest first) sorted stably by last
+        # access ascending (scratch decay 0.99), global weights recency 0.5 / relevance 3 /
+        # importance 2, memories whose embedding key contains "idle" skipped, chats not
+        # retrieved, 30 nodes per focal point, focal points touched one after another with the
+        # read's instant even when it is earlier than the last access.
         "generative-agents-code": ScoringConfig(
             name="generative-agents-code",
             relevance=RelevanceMode.DENSE,
@@ -401,9 +425,13 @@ PRESETS: Mapping[str, ScoringConfig] = MappingProxyType(
             recency_decay=0.99,
             normalisation=Normalisation.MINMAX,
             weights=Weights(relevance=3.0, recency=0.5, importance=2.0),
-            exclude_text="idle",
+            exclude_key="idle",
             exclude_kinds=frozenset({Kind.CHAT}),
+            listed_after=frozenset({Kind.THOUGHT, Kind.REFLECTION, Kind.PLAN}),
             sequential_touch=True,
+            touch_backwards=True,
+            default_k=30,
+            float64_cosines=True,
             lifecycle=NO_LIFECYCLE,
         ),
         # For assistants whose memory is mostly facts that change: a wider, stronger preference

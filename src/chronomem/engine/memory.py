@@ -112,7 +112,7 @@ class Memory(MemoryView):
     # -- reads (DESIGN §2) ----------------------------------------------------------------
     def recall(
         self, query: str, *, agent: str | None = None, agents: Sequence[str] | None = None,
-        k: int = 10, as_of: datetime | None = None, touch: bool = True,
+        k: int | None = None, as_of: datetime | None = None, touch: bool = True,
         query_embedding: Vector | None = None, explain: bool = False,
         kinds: Iterable[Kind | str] | None = None, include_history: bool = False,
         valid_at: datetime | None = None, preset: str | ScoringConfig | None = None,
@@ -124,8 +124,12 @@ class Memory(MemoryView):
             agent / agents: whose memories; neither means every agent in the space. Multi-agent
                 reads collapse records with the same normalised text into one hit listing every
                 holder.
+            k: how many hits (default: the preset's ``default_k``: 10, or 30 under
+                ``generative-agents-code``, as the authors' code).
             touch: set ``last_accessed_at = as_of`` on the returned records, durably, in this
-                call (never moving it backwards). ``False`` is strictly read-only.
+                call (never moving it backwards, except under a preset with
+                ``touch_backwards``: ``generative-agents-code``). ``False`` is strictly
+                read-only.
             query_embedding: a precomputed query vector instead of the embedder's.
             explain: attach a :class:`~chronomem.model.Breakdown` to each hit.
             kinds: only these kinds are candidates.
@@ -148,7 +152,7 @@ class Memory(MemoryView):
 
     def recall_many(
         self, queries: Sequence[str], *, agent: str | None = None,
-        agents: Sequence[str] | None = None, k: int = 10, as_of: datetime | None = None,
+        agents: Sequence[str] | None = None, k: int | None = None, as_of: datetime | None = None,
         touch: bool = True, query_embeddings: Sequence[Vector | None] | None = None,
         explain: bool = False, kinds: Iterable[Kind | str] | None = None,
         include_history: bool = False, valid_at: datetime | None = None,
