@@ -16,7 +16,8 @@ def test_all_is_sorted_and_every_name_resolves() -> None:
 
 def test_public_api_is_pinned() -> None:
     assert set(chronomem.__all__) == {
-        "Ancestor", "AuditEntry", "Breakdown", "CausalConfig", "CausalPart", "ChronomemError",
+        "Ancestor", "AuditEntry", "Breakdown", "CausalConfig", "CausalCycleError",
+        "CausalLinkError", "CausalPart", "CauseAfterEffectError", "ChronomemError",
         "CitationError", "Clock", "ConfigError", "ConflictError", "DependentsExistError",
         "DepthWeighting", "EMBEDDING_KEY", "Embedder", "EmbedderError", "EmbedderMismatchError",
         "Event", "EventKind", "EvidenceStatus", "ForgetResult", "Fusion", "GAImportReport",

@@ -31,6 +31,9 @@ from chronomem.embedders.base import Embedder
 from chronomem.engine import Memory
 from chronomem.engine.reflect import ReflectionResult
 from chronomem.errors import (
+    CausalCycleError,
+    CausalLinkError,
+    CauseAfterEffectError,
     ChronomemError,
     CitationError,
     ConfigError,
@@ -87,7 +90,10 @@ __all__ = [
     "AuditEntry",
     "Breakdown",
     "CausalConfig",
+    "CausalCycleError",
+    "CausalLinkError",
     "CausalPart",
+    "CauseAfterEffectError",
     "ChronomemError",
     "CitationError",
     "Clock",

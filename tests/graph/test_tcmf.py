@@ -16,7 +16,11 @@ from hypothesis import strategies as st
 from chronomem import (
     PRESETS,
     CausalConfig,
+    CausalCycleError,
+    CausalLinkError,
+    CauseAfterEffectError,
     InvalidInputError,
+    Link,
     Memory,
     NotFoundError,
     Provenance,
@@ -253,3 +257,45 @@ def test_without_vectors_witness_links_and_lexical_relevance_still_work(
         assert hits[0].breakdown.causal.via == "witness"  # type: ignore[union-attr]
         with pytest.raises(Exception, match="vectors"):
             mem.auto_link(crisis.id)
+
+
+def test_a_cause_after_its_effect_is_refused_naming_both(mem: Memory, clock: SimClock) -> None:
+    riot = mem.add_event("riot", kind="crisis", embedding=v(1))
+    clock.advance(days=3)
+    later = mem.add_event("bread prices fell", embedding=v(2))
+    with pytest.raises(CauseAfterEffectError) as refused:
+        mem.link(later.id, riot.id)
+    assert (refused.value.cause, refused.value.effect) == (later.id, riot.id)
+    assert later.id in str(refused.value)
+    assert riot.id in str(refused.value)
+    assert mem.links() == []
+    same_time = mem.add_event("guards arrived", occurred_at=riot.occurred_at, embedding=v(3))
+    assert mem.link(same_time.id, riot.id).cause == same_time.id  # simultaneous is allowed
+
+
+def test_a_link_that_closes_a_cycle_is_refused(mem: Memory) -> None:
+    a, b, c = (mem.add_event(name, embedding=v(i)) for i, name in enumerate("abc", start=1))
+    mem.link(a.id, b.id)
+    mem.link(b.id, c.id)
+    with pytest.raises(CausalCycleError) as refused:
+        mem.link(c.id, a.id)  # all three at one instant: only the cycle check can refuse it
+    assert isinstance(refused.value, CausalLinkError)
+    assert (refused.value.cause, refused.value.effect) == (c.id, a.id)
+    assert refused.value.path == (a.id, b.id, c.id)
+    assert len(mem.links()) == 2
+    mem.link(a.id, c.id)  # a shortcut is no cycle
+    mem.link(a.id, b.id, 0.5)  # re-weighting an existing link is no cycle either
+
+
+def test_auto_link_never_proposes_a_cycle(mem: Memory, clock: SimClock) -> None:
+    drought = mem.add_event("no rain for months", embedding=v(1, (2, 0.2)))
+    clock.advance(days=2)
+    famine = mem.add_event("drought destroyed the harvest", embedding=v(1))
+    # A link from an older store, written before links were checked: famine -> drought.
+    mem.store.put_link(
+        mem.space,
+        Link(cause=famine.id, effect=drought.id, weight=1.0, provenance=Provenance.EXPLICIT,
+             created_at=clock.now()),
+    )  # fmt: skip
+    assert mem.auto_link(famine.id, threshold=0.9) == []
+    assert [(x.cause, x.effect) for x in mem.links()] == [(famine.id, drought.id)]

@@ -307,7 +307,10 @@ class Memory(MemoryView):
 
         Raises:
             NotFoundError: either event does not exist. InvalidInputError: a self-link, or a
-            weight outside (0, 1].
+            weight outside (0, 1]. CauseAfterEffectError: the cause occurred after the effect
+            (simultaneous is allowed). CausalCycleError: the effect already leads to the cause,
+            so the link would close a cycle (``err.path``). Both name the two events
+            (``err.cause``, ``err.effect``); nothing is written.
         """
         chosen = to_enum(Provenance, provenance, "provenance")
         weight = number_in(weight, "weight", 0.0, 1.0, low_open=True)
@@ -336,8 +339,8 @@ class Memory(MemoryView):
         ``window`` before it and whose cosine similarity to it is at or above ``threshold``
         (default: the preset's per-embedder association threshold). The weight,
         ``weight_scale × similarity`` (at most 0.5 by default), says how weak this evidence is
-        next to an explicit link. Never a self-link; existing explicit links are left alone.
-        Returns the links written.
+        next to an explicit link. Never a self-link, never a link that would close a cycle;
+        existing explicit links are left alone. Returns the links written.
 
         Raises:
             ConfigError: the events have no vectors (open the store with an embedder).

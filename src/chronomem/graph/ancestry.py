@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from chronomem.config import DepthWeighting
 
-__all__ = ["Reach", "depth_weight", "traverse"]
+__all__ = ["Reach", "depth_weight", "path_between", "traverse"]
 
 
 def depth_weight(mode: DepthWeighting, depth: int, max_depth: int) -> float:
@@ -112,3 +112,29 @@ def traverse(
         )
         out[node] = Reach(node, by_depth, paths)
     return out
+
+
+def path_between(edges: Iterable[tuple[str, str]], start: str, goal: str) -> tuple[str, ...] | None:
+    """The shortest chain of ``(cause, effect)`` edges from ``start`` to ``goal`` (event ids,
+    ``start`` first), or ``None``: the link ``goal -> start`` would close a cycle exactly when
+    there is one. Unbounded, so a cycle of any length is found."""
+    following: dict[str, list[str]] = {}
+    for cause, effect in edges:
+        following.setdefault(cause, []).append(effect)
+    came_from: dict[str, str] = {start: start}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for node in frontier:
+            for other in sorted(following.get(node, ())):
+                if other in came_from:
+                    continue
+                came_from[other] = node
+                if other == goal:
+                    path = [goal]
+                    while path[-1] != start:
+                        path.append(came_from[path[-1]])
+                    return tuple(reversed(path))
+                nxt.append(other)
+        frontier = nxt
+    return None
