@@ -61,9 +61,13 @@ class Normalisation(StrEnum):
 
 
 class DepthWeighting(StrEnum):
-    """How an ancestor's depth scales its boost: ``flat`` 1, ``proximate`` 1/d (near causes
-    count more), ``root`` d/max_depth (distant causes count more)."""
+    """How an ancestor's depth d scales its boost: ``chain`` (the default) 1 for the deepest
+    cause the read reaches (its root), one ``chain_step`` less for each link nearer the crisis,
+    never below ``chain_floor`` — so the root's witnesses come first and the proximate cause's
+    still stand above everything the graph does not lift; ``flat`` 1; ``proximate`` 1/d (near
+    causes count more); ``root`` d/max_depth (distant causes count more, near ones starve)."""
 
+    CHAIN = "chain"
     FLAT = "flat"
     PROXIMATE = "proximate"
     ROOT = "root"
@@ -84,12 +88,20 @@ class CausalConfig:
 
     Attributes:
         fusion: additive (default) or multiplicative.
-        weight: λ, the boost's weight in the fusion.
+        weight: λ, the boost's weight in the fusion. 2 under additive fusion: the episodic part
+            is at most about 1, so a chain witness's ``λ × chain_floor`` = 1 keeps it above every
+            record the graph does not lift, and one chain step is worth 0.2 of episodic score
+            (docs/causal.md has the margins).
         max_depth: how many links upstream of the crisis count.
-        depth_weighting: flat, proximate or root.
+        depth_weighting: chain (default), flat, proximate or root.
+        chain_floor: the ``chain`` weight of the cause nearest the crisis when the chain is as
+            deep as ``max_depth``; one chain step is ``(1 - chain_floor) / (max_depth - 1)``.
         association_thresholds: per embedder model id, the cosine at or above which a record is
             associated with an event it did not witness; ``default_association_threshold`` for
             other models. A record that names the event (``event_id``) always has association 1.
+        association_margin: a cosine of at least threshold + margin associates fully (1.0); in
+            between, association is ``cosine / (threshold + margin)``: clearly about an event
+            is about it, so cosine noise among the chain's memories does not reorder the chain.
         fallback_factor: scope-fallback events count at this fraction of the weakest true
             ancestor (< 1, so strictly below every true ancestor at equal association).
         fallback_window: how far before the crisis a scope event still counts (``None``: no
@@ -97,13 +109,15 @@ class CausalConfig:
     """
 
     fusion: Fusion = Fusion.ADDITIVE
-    weight: float = 1.0
-    max_depth: int = 4
-    depth_weighting: DepthWeighting = DepthWeighting.FLAT
+    weight: float = 2.0
+    max_depth: int = 6
+    depth_weighting: DepthWeighting = DepthWeighting.CHAIN
+    chain_floor: float = 0.5
     association_thresholds: Mapping[str, float] = field(
         default_factory=lambda: MappingProxyType({"sentence-transformers/all-MiniLM-L6-v2": 0.5})
     )
     default_association_threshold: float = 0.6
+    association_margin: float = 0.15
     fallback_factor: float = 0.25
     fallback_window: timedelta | None = timedelta(days=30)
 
@@ -121,11 +135,26 @@ class CausalConfig:
             raise ConfigError(f"max_depth must be in 1..32; got {self.max_depth}")
         if not 0.0 <= self.fallback_factor < 1.0:
             raise ConfigError("fallback_factor must be in [0, 1)")
+        if not 0.0 < self.chain_floor <= 1.0:
+            raise ConfigError(f"chain_floor must be in (0, 1]; got {self.chain_floor}")
+        if not 0.0 <= self.association_margin <= 1.0:
+            raise ConfigError(
+                f"association_margin must be in [0, 1]; got {self.association_margin}"
+            )
+
+    @property
+    def chain_step(self) -> float:
+        """What the ``chain`` weighting takes off per link nearer the crisis than the root."""
+        return 0.0 if self.max_depth == 1 else (1.0 - self.chain_floor) / (self.max_depth - 1)
 
     def association_threshold(self, model_id: str | None) -> float:
         if model_id is None:
             return self.default_association_threshold
         return self.association_thresholds.get(model_id, self.default_association_threshold)
+
+    def full_association(self, model_id: str | None) -> float:
+        """The cosine from which a record is fully associated with an event (1.0)."""
+        return min(1.0, self.association_threshold(model_id) + self.association_margin)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,7 +16,13 @@ from chronomem.config import DepthWeighting
 __all__ = ["Reach", "depth_weight", "path_between", "traverse"]
 
 
-def depth_weight(mode: DepthWeighting, depth: int, max_depth: int) -> float:
+def depth_weight(
+    mode: DepthWeighting, depth: int, max_depth: int, *, deepest: int = 1, step: float = 0.0
+) -> float:
+    """The weight of an ancestor ``depth`` links upstream (DESIGN §4; ``chain``: 1 at the read's
+    ``deepest`` ancestor, ``step`` less per link nearer the crisis)."""
+    if mode is DepthWeighting.CHAIN:
+        return 1.0 - step * max(0, deepest - depth)
     if mode is DepthWeighting.PROXIMATE:
         return 1.0 / depth
     if mode is DepthWeighting.ROOT:
@@ -46,10 +52,17 @@ class Reach:
         """The best product of weights over paths within the bound."""
         return max(self.by_depth)
 
-    def best(self, mode: DepthWeighting, max_depth: int) -> tuple[float, int]:
+    @property
+    def deepest(self) -> int:
+        """The most links of a path within the bound."""
+        return max(d for d, s in enumerate(self.by_depth, start=1) if s > 0.0)
+
+    def best(
+        self, mode: DepthWeighting, max_depth: int, *, deepest: int = 1, step: float = 0.0
+    ) -> tuple[float, int]:
         """``(strength × depth weight, depth)`` maximised over depths."""
         return max(
-            (s * depth_weight(mode, d, max_depth), d)
+            (s * depth_weight(mode, d, max_depth, deepest=deepest, step=step), d)
             for d, s in enumerate(self.by_depth, start=1)
             if s > 0.0
         )

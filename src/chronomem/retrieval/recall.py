@@ -117,7 +117,7 @@ def _boost(cols: Columns, crisis: Crisis, cosines: list[F32 | None] | None = Non
         cosines = similarities(cols, None, crisis)[1]
     return causal_boost(
         cosines, [a.event_keys() for a in cols.arrays], list(crisis.events),
-        threshold=crisis.threshold,
+        threshold=crisis.threshold, full=crisis.full,
     )  # fmt: skip
 
 
@@ -130,7 +130,9 @@ def _causal_part(cols: Columns, boost: Boost, crisis: Crisis, row: int, q: Query
     part = int(np.searchsorted(cols.offsets, row, side="right")) - 1
     arrays, local = cols.arrays[part], row - int(cols.offsets[part])
     vector = None if arrays.emb is None else arrays.emb[local]
-    value, via = association(vector, arrays.event_ids[local], event, threshold=crisis.threshold)
+    value, via = association(
+        vector, arrays.event_ids[local], event, threshold=crisis.threshold, full=crisis.full
+    )
     return CausalPart(
         boost=float(boost.value[row]),
         fusion=causal.fusion.value,
@@ -153,7 +155,9 @@ def _versions(
     and, per adjusted row, the factors for explanations."""
     config = q.config.versions
     dims = {a.dim for a in cols.arrays if a.emb is not None and a.dim is not None}
-    if config is None or q.vector is None or len(dims) != 1:
+    if config is None or q.vector is None or len(dims) != 1 or q.crisis is not None:
+        # A crisis read asks why something happened, not for the current state of anything:
+        # the band would hand the newest of the chain's memories a lead over its root.
         return scores, {}
     rows = rank(scores.final, recorded_at, ids, config.window)
     if rows.size < 2:
