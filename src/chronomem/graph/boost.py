@@ -110,7 +110,8 @@ def causal_boost(
         rows = rows_keys.shape[0]
         if contribution is not None:
             np.multiply(contribution, contribution >= threshold, out=contribution)
-            np.minimum(contribution / np.float32(full), 1.0, out=contribution)
+            contribution *= np.float32(1.0 / full)
+            np.minimum(contribution, 1.0, out=contribution)
             contribution *= effective
         else:
             contribution = np.zeros((rows, len(events)), dtype=np.float32)
