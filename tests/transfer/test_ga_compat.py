@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chronomem import EMBEDDING_KEY, Memory, SimClock
+from chronomem import EMBEDDING_KEY, Memory, SimClock, migrate
 
 from .ga_reference import ReferenceMemory, Scored, thought_expiration
 
@@ -248,3 +248,33 @@ def test_real_sized_personas_agree_to_float32_storage_precision(
         )  # fmt: skip
         worst = _retrieve_and_compare(reference, mem, clock, calls, T0, ids, report.preset)
         assert worst < 1e-6  # float32 storage; cosines computed in float64
+
+
+def test_the_codes_order_survives_export_import_and_migrate(tmp_path: Path) -> None:
+    """Insertion order is the store's key order: archives and migrate keep it, so an imported
+    persona reads the same in a copy."""
+    original = ReferenceMemory()
+    for i in range(40):  # four instants, events and thoughts interleaved, shared poignancies
+        kind = ("event", "thought", "event", "chat")[i % 4]
+        created = T0 + timedelta(minutes=10 * (i // 10))
+        original.add(kind, created, f"memory {i}", f"memory {i}", 1 + i % 3, [1.0, 0.1 * (i % 5)])
+    persona = original.save(tmp_path / "Isabella Rodriguez", "Isabella")
+    first, archive = tmp_path / "first.db", tmp_path / "persona.jsonl"
+    clock = SimClock(T0 + timedelta(days=1))
+    focal, when = [[1.0, 0.2], [0.3, 1.0]], T0 + timedelta(hours=3)
+
+    def reads(mem: Memory) -> list[list[str]]:
+        hits = mem.recall_many(["a", "b"], agent="isabella", query_embeddings=focal, k=12,
+                               preset="generative-agents-code", as_of=when)  # fmt: skip
+        return [[h.record.id for h in per] for per in hits]
+
+    with Memory.open(first, embedder=None, clock=clock) as mem:
+        mem.import_generative_agents(persona, agent="isabella")
+        mem.export(archive)
+        expected = reads(mem)
+    with Memory.open(tmp_path / "imported.db", embedder=None, clock=clock) as mem:
+        mem.import_(archive)
+    migrate(tmp_path / "imported.db", tmp_path / "migrated.db")  # before any read touches
+    for copy in ("imported.db", "migrated.db"):
+        with Memory.open(tmp_path / copy, embedder=None, clock=clock) as mem:
+            assert reads(mem) == expected
