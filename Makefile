@@ -44,7 +44,7 @@ lint: $(STAMP)
 
 check: lint test
 
-# Speed (scaling, TCMF, ingest, passages) and quality (LoCoMo, LongMemEval); results in
+# Speed (scaling, TCMF, ingest, passages) and quality (crisis reads, LoCoMo, LongMemEval); results in
 # bench/results/. The first quality run embeds ~17k records and ~130k passages with the real model
 # (about an hour on one thread); later runs reuse bench/.cache.
 bench: bench-speed bench-quality
@@ -56,6 +56,8 @@ bench-speed: $(STAMP)
 	$(PY) bench/passages.py
 
 bench-quality: $(STAMP)
+	$(PY) bench/tcmf_quality.py
+	$(PY) bench/tcmf_quality.py --depth 3 --name tcmf_quality_depth3
 	$(PY) bench/locomo.py
 	$(PY) bench/longmemeval.py
 
@@ -64,6 +66,8 @@ bench-full: $(STAMP)
 	$(PY) bench/tcmf.py
 	$(PY) bench/ingest.py
 	$(PY) bench/passages.py
+	$(PY) bench/tcmf_quality.py
+	$(PY) bench/tcmf_quality.py --depth 3 --name tcmf_quality_depth3
 	$(PY) bench/locomo.py
 	$(PY) bench/longmemeval.py
 

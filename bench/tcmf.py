@@ -99,7 +99,8 @@ def loop_boost(mem: Memory, crisis: str) -> np.ndarray:
                 elif event.vector is not None and a.has_embedding[row]:
                     vector = event.vector / np.linalg.norm(event.vector)
                     cosine = float(np.dot(a.emb[row], vector))
-                    association = cosine if cosine >= situation.threshold else 0.0
+                    full = min(1.0, cosine / situation.full)
+                    association = full if cosine >= situation.threshold else 0.0
                 else:
                     association = 0.0
                 best = max(best, association * event.effective)

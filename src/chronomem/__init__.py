@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from chronomem.engine import Memory
     from chronomem.errors import (
         AccessDeniedError,
+        CausalCycleError,
+        CausalLinkError,
+        CauseAfterEffectError,
         ChronomemError,
         CitationError,
         ConfigError,
@@ -58,6 +61,7 @@ if TYPE_CHECKING:
     )
     from chronomem.llm import LLMClient, OpenAICompatibleLLM, ScriptedLLM
     from chronomem.model import (
+        EMBEDDING_KEY,
         Ancestor,
         AuditEntry,
         Breakdown,
@@ -97,7 +101,10 @@ __all__ = [
     "AuditEntry",
     "Breakdown",
     "CausalConfig",
+    "CausalCycleError",
+    "CausalLinkError",
     "CausalPart",
+    "CauseAfterEffectError",
     "ChronomemError",
     "CitationError",
     "Clock",
@@ -106,6 +113,7 @@ __all__ = [
     "CoreBlock",
     "DependentsExistError",
     "DepthWeighting",
+    "EMBEDDING_KEY",
     "Embedder",
     "EmbedderError",
     "EmbedderMismatchError",
@@ -176,7 +184,10 @@ _HOMES: dict[str, str] = {
     "AuditEntry": "chronomem.model",
     "Breakdown": "chronomem.model",
     "CausalConfig": "chronomem.config",
+    "CausalCycleError": "chronomem.errors",
+    "CausalLinkError": "chronomem.errors",
     "CausalPart": "chronomem.model",
+    "CauseAfterEffectError": "chronomem.errors",
     "ChronomemError": "chronomem.errors",
     "CitationError": "chronomem.errors",
     "Clock": "chronomem.clock",
@@ -185,6 +196,7 @@ _HOMES: dict[str, str] = {
     "CoreBlock": "chronomem.model.core",
     "DependentsExistError": "chronomem.errors",
     "DepthWeighting": "chronomem.config",
+    "EMBEDDING_KEY": "chronomem.model",
     "Embedder": "chronomem.embedders.base",
     "EmbedderError": "chronomem.errors",
     "EmbedderMismatchError": "chronomem.errors",

@@ -1,4 +1,5 @@
-"""Scoring configuration and the named presets (DESIGN §2).
+"""Scoring configuration and the named presets (DESIGN §2). The policies of the write gate,
+reflection and review live in :mod:`chronomem.policies` and are importable from here too.
 
 Presets are frozen data. To vary one, use ``dataclasses.replace(PRESETS["default"], ...)``; never
 assign to a shared object.
@@ -15,6 +16,7 @@ from types import MappingProxyType
 
 from chronomem.errors import ConfigError
 from chronomem.model.record import Kind, Weights
+from chronomem.policies import ReflectionConfig, ReviewConfig, WriteGate
 
 __all__ = [
     "NO_LIFECYCLE",
@@ -62,9 +64,13 @@ class Normalisation(StrEnum):
 
 
 class DepthWeighting(StrEnum):
-    """How an ancestor's depth scales its boost: ``flat`` 1, ``proximate`` 1/d (near causes
-    count more), ``root`` d/max_depth (distant causes count more)."""
+    """How an ancestor's depth d scales its boost: ``chain`` (the default) 1 for the deepest
+    cause the read reaches (its root), one ``chain_step`` less for each link nearer the crisis,
+    never below ``chain_floor`` — so the root's witnesses come first and the proximate cause's
+    still stand above everything the graph does not lift; ``flat`` 1; ``proximate`` 1/d (near
+    causes count more); ``root`` d/max_depth (distant causes count more, near ones starve)."""
 
+    CHAIN = "chain"
     FLAT = "flat"
     PROXIMATE = "proximate"
     ROOT = "root"
@@ -85,12 +91,20 @@ class CausalConfig:
 
     Attributes:
         fusion: additive (default) or multiplicative.
-        weight: λ, the boost's weight in the fusion.
+        weight: λ, the boost's weight in the fusion. 2 under additive fusion: the episodic part
+            is at most about 1, so a chain witness's ``λ × chain_floor`` = 1 keeps it above every
+            record the graph does not lift, and one chain step is worth 0.2 of episodic score
+            (docs/causal.md has the margins).
         max_depth: how many links upstream of the crisis count.
-        depth_weighting: flat, proximate or root.
+        depth_weighting: chain (default), flat, proximate or root.
+        chain_floor: the ``chain`` weight of the cause nearest the crisis when the chain is as
+            deep as ``max_depth``; one chain step is ``(1 - chain_floor) / (max_depth - 1)``.
         association_thresholds: per embedder model id, the cosine at or above which a record is
             associated with an event it did not witness; ``default_association_threshold`` for
             other models. A record that names the event (``event_id``) always has association 1.
+        association_margin: a cosine of at least threshold + margin associates fully (1.0); in
+            between, association is ``cosine / (threshold + margin)``: clearly about an event
+            is about it, so cosine noise among the chain's memories does not reorder the chain.
         fallback_factor: scope-fallback events count at this fraction of the weakest true
             ancestor (< 1, so strictly below every true ancestor at equal association).
         fallback_window: how far before the crisis a scope event still counts (``None``: no
@@ -98,13 +112,15 @@ class CausalConfig:
     """
 
     fusion: Fusion = Fusion.ADDITIVE
-    weight: float = 1.0
-    max_depth: int = 4
-    depth_weighting: DepthWeighting = DepthWeighting.FLAT
+    weight: float = 2.0
+    max_depth: int = 6
+    depth_weighting: DepthWeighting = DepthWeighting.CHAIN
+    chain_floor: float = 0.5
     association_thresholds: Mapping[str, float] = field(
         default_factory=lambda: MappingProxyType({"sentence-transformers/all-MiniLM-L6-v2": 0.5})
     )
     default_association_threshold: float = 0.6
+    association_margin: float = 0.15
     fallback_factor: float = 0.25
     fallback_window: timedelta | None = timedelta(days=30)
 
@@ -122,11 +138,26 @@ class CausalConfig:
             raise ConfigError(f"max_depth must be in 1..32; got {self.max_depth}")
         if not 0.0 <= self.fallback_factor < 1.0:
             raise ConfigError("fallback_factor must be in [0, 1)")
+        if not 0.0 < self.chain_floor <= 1.0:
+            raise ConfigError(f"chain_floor must be in (0, 1]; got {self.chain_floor}")
+        if not 0.0 <= self.association_margin <= 1.0:
+            raise ConfigError(
+                f"association_margin must be in [0, 1]; got {self.association_margin}"
+            )
+
+    @property
+    def chain_step(self) -> float:
+        """What the ``chain`` weighting takes off per link nearer the crisis than the root."""
+        return 0.0 if self.max_depth == 1 else (1.0 - self.chain_floor) / (self.max_depth - 1)
 
     def association_threshold(self, model_id: str | None) -> float:
         if model_id is None:
             return self.default_association_threshold
         return self.association_thresholds.get(model_id, self.default_association_threshold)
+
+    def full_association(self, model_id: str | None) -> float:
+        """The cosine from which a record is fully associated with an event (1.0)."""
+        return min(1.0, self.association_threshold(model_id) + self.association_margin)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,35 +192,6 @@ class LifecycleConfig:
 
 #: No lifecycle factor at all (the reference-code compatibility preset).
 NO_LIFECYCLE = LifecycleConfig(decay_kinds=frozenset(), feedback_strength=0.0)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WriteGate:
-    """The near-duplicate write gate (DESIGN §3).
-
-    A new record of a gated kind whose cosine to the nearest open record of the same agent, kind
-    group and ``domain`` is at or above the threshold is not stored. Thresholds are per embedder
-    model id; a model without one uses ``default_threshold``. Without vectors, the gate compares
-    normalised texts (an exact duplicate only). Writes that supersede skip the gate; observations
-    and chats are never gated, because their repetition is information.
-    """
-
-    kinds: frozenset[Kind] = frozenset({Kind.FACT, Kind.INSTRUCTION})
-    thresholds: Mapping[str, float] = field(
-        default_factory=lambda: MappingProxyType({"sentence-transformers/all-MiniLM-L6-v2": 0.96})
-    )
-    default_threshold: float = 0.97
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "kinds", frozenset(Kind(k) for k in self.kinds))
-        for model, value in {**self.thresholds, "default": self.default_threshold}.items():
-            if not 0.0 < value <= 1.0:
-                raise ConfigError(f"gate threshold for {model} must be in (0, 1]")
-
-    def threshold(self, model_id: str | None) -> float:
-        if model_id is None:
-            return self.default_threshold
-        return self.thresholds.get(model_id, self.default_threshold)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -244,81 +246,6 @@ class VersionConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ReflectionConfig:
-    """When and how an agent reflects (DESIGN §5, Park et al. 2023 §4.2).
-
-    Attributes:
-        threshold: reflect once the importance of the agent's new records (everything but
-            reflections) sums to this (the paper: 150). The sum is stored, so restarts keep it.
-        recent: how many of the agent's most recent records the focal questions are asked about.
-        questions: focal questions asked for (the paper: 3).
-        insights: insights asked for per question (the paper: 5).
-        evidence_k: records retrieved as evidence per question.
-        attempts: answers a question or insight step may take before reflection gives up.
-        touch: whether evidence retrieval touches what it returns (the paper's code does).
-        auto: reflect automatically when a write brings an agent over the threshold (needs an
-            LLM configured on the Memory); a failure then warns and leaves the sum for next time.
-        weak_support: an insight whose mean cosine to its cited records is below this is marked
-            ``weak_support`` in its metadata (only when vectors exist).
-    """
-
-    threshold: float = 150.0
-    recent: int = 100
-    questions: int = 3
-    insights: int = 5
-    evidence_k: int = 15
-    attempts: int = 3
-    touch: bool = False
-    auto: bool = False
-    weak_support: float = 0.25
-
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.threshold) and self.threshold > 0):
-            raise ConfigError("reflection threshold must be positive")
-        for name in ("recent", "questions", "insights", "evidence_k", "attempts"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"reflection {name} must be a positive integer; got {value!r}")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReviewConfig:
-    """What a review looks for (DESIGN §3; ``Memory.review``).
-
-    Attributes:
-        unused_after: a record never returned by a read (touching or, with the access log,
-            any read) for this long is proposed for ``forget`` when nothing depends on it.
-        version_cosine: open facts and instructions of one agent and domain at least this
-            similar are proposed as versions of each other (``supersede``).
-        duplicate_cosine: open records of one agent at least this similar are near-duplicates.
-        pushed_down: a summed rating at or below this proposes ``close``.
-        retrieved_within: the access-log window for "still retrieved" (stale records read in it
-            come first).
-        max_records: near-duplicates are looked for among the newest this many records per agent
-            (the comparison is quadratic).
-        limit: at most this many proposals per category.
-    """
-
-    unused_after: timedelta = timedelta(days=90)
-    version_cosine: float = 0.75
-    duplicate_cosine: float = 0.95
-    pushed_down: float = -1.0
-    retrieved_within: timedelta = timedelta(days=30)
-    max_records: int = 5000
-    limit: int = 100
-
-    def __post_init__(self) -> None:
-        for name in ("version_cosine", "duplicate_cosine"):
-            value = getattr(self, name)
-            if not 0.0 < value <= 1.0:
-                raise ConfigError(f"{name} must be in (0, 1]; got {value}")
-        if self.unused_after <= timedelta() or self.retrieved_within <= timedelta():
-            raise ConfigError("review windows must be positive")
-        if self.max_records < 2 or self.limit < 1:
-            raise ConfigError("max_records must be at least 2 and limit at least 1")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class ScoringConfig:
     """Everything that decides a score. See DESIGN §2 for the stages.
 
@@ -332,11 +259,24 @@ class ScoringConfig:
         recency_unit: the time unit of the decay (the paper: one hour).
         normalisation: minmax or fixed.
         weights: the episodic score weights.
-        exclude_text: records whose text contains this substring are not candidates (the
-            Generative Agents code drops every memory containing "idle").
+        exclude_key: records whose embedding key contains this substring are not candidates
+            (the Generative Agents code drops every memory whose ``embedding_key`` contains
+            "idle"). A record's embedding key is ``metadata["ga_embedding_key"]`` when it has
+            one (the importer keeps it), else its text.
         exclude_kinds: kinds that are never candidates for this preset.
+        listed_after: ordinal recency only: among candidates last accessed at the same instant,
+            records of these kinds come after every other record, and within each group the
+            most recently written comes first (the code concatenates its event list and its
+            thought list, each newest first, and sorts them stably by last access).
         sequential_touch: the default for ``recall_many``: touch after each query (the code's
             behaviour) instead of scoring every query on one snapshot.
+        touch_backwards: touching sets ``last_accessed_at = as_of`` even when that is earlier
+            than the stored access (the code stamps the simulation's current time, also when
+            its clock went back). ``False`` (every other preset): access times never move back.
+        default_k: how many hits a read returns when it does not say (the code: 30).
+        float64_cosines: compute cosines in float64 from the stored float32 vectors (as the
+            code computes them from its own vectors): slower, and scores then differ from the
+            code's by the float32 storage alone.
         lifecycle: staleness decay and feedback push-down (DESIGN §2 step 5).
         causal: the causal boost applied when a read names a crisis (DESIGN §4).
         bm25_half: the BM25 at which fixed lexical relevance is 0.5 (``bm25 / (bm25 + half)``).
@@ -355,9 +295,13 @@ class ScoringConfig:
     recency_unit: timedelta = timedelta(hours=1)
     normalisation: Normalisation = Normalisation.MINMAX
     weights: Weights = field(default_factory=Weights)
-    exclude_text: str | None = None
+    exclude_key: str | None = None
     exclude_kinds: frozenset[Kind] = frozenset()
+    listed_after: frozenset[Kind] = frozenset()
     sequential_touch: bool = False
+    touch_backwards: bool = False
+    default_k: int = 10
+    float64_cosines: bool = False
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
     causal: CausalConfig = field(default_factory=CausalConfig)
     bm25_half: float = 2.0
@@ -392,7 +336,12 @@ class ScoringConfig:
             w = getattr(self.weights, name)
             if not math.isfinite(w) or w < 0:
                 raise ConfigError(f"weights.{name} must be finite and >= 0; got {w}")
-        object.__setattr__(self, "exclude_kinds", frozenset(Kind(k) for k in self.exclude_kinds))
+        for name in ("exclude_kinds", "listed_after"):
+            object.__setattr__(self, name, frozenset(Kind(k) for k in getattr(self, name)))
+        if isinstance(self.default_k, bool) or not isinstance(self.default_k, int):
+            raise ConfigError(f"default_k must be an integer; got {self.default_k!r}")
+        if self.default_k < 1:
+            raise ConfigError(f"default_k must be at least 1; got {self.default_k}")
 
 
 # Long-horizon conversational memory: hybrid relevance carries the ranking (the best of a
@@ -429,9 +378,11 @@ PRESETS: Mapping[str, ScoringConfig] = MappingProxyType(
             weights=Weights(relevance=1.0, recency=1.0, importance=1.0),
         ),
         # Compatibility mode reproducing the authors' code (reverie retrieve.new_retrieve):
-        # ordinal recency over memories sorted by last access ascending (scratch decay 0.99),
-        # global weights recency 0.5 / relevance 3 / importance 2, memories containing "idle"
-        # skipped, chats not retrieved, focal points touched one after another.
+        # ordinal recency over events then thoughts (each newest first) sorted stably by last
+        # access ascending (scratch decay 0.99), global weights recency 0.5 / relevance 3 /
+        # importance 2, memories whose embedding key contains "idle" skipped, chats not
+        # retrieved, 30 nodes per focal point, focal points touched one after another with the
+        # read's instant even when it is earlier than the last access.
         "generative-agents-code": ScoringConfig(
             name="generative-agents-code",
             relevance=RelevanceMode.DENSE,
@@ -439,9 +390,13 @@ PRESETS: Mapping[str, ScoringConfig] = MappingProxyType(
             recency_decay=0.99,
             normalisation=Normalisation.MINMAX,
             weights=Weights(relevance=3.0, recency=0.5, importance=2.0),
-            exclude_text="idle",
+            exclude_key="idle",
             exclude_kinds=frozenset({Kind.CHAT}),
+            listed_after=frozenset({Kind.THOUGHT, Kind.REFLECTION, Kind.PLAN}),
             sequential_touch=True,
+            touch_backwards=True,
+            default_k=30,
+            float64_cosines=True,
             lifecycle=NO_LIFECYCLE,
         ),
         # For assistants whose memory is mostly facts that change: a wider, stronger preference

@@ -9,7 +9,10 @@
     ├── NotFoundError              a record or event id that does not exist in this space
     │                              (also a LookupError)
     ├── ConflictError              the request contradicts what is stored (duplicate id, ...)
-    │   └── DependentsExistError   deleting a record that other records depend on
+    │   ├── DependentsExistError   deleting a record that other records depend on
+    │   └── CausalLinkError        a link the graph cannot hold (``err.cause``, ``err.effect``)
+    │       ├── CauseAfterEffectError  the cause occurred after its effect
+    │       └── CausalCycleError       the link would close a cycle (``err.path``)
     ├── StoreError                 the storage backend failed, or the file is incompatible
     ├── EmbedderError              the embedder failed or is unavailable
     │   └── EmbedderMismatchError  a store opened with a different embedder than it was built with
@@ -77,6 +80,29 @@ class DependentsExistError(ConflictError):
     def __init__(self, message: str, *, record_id: str, dependants: Sequence[str]) -> None:
         super().__init__(message, record_id=record_id)
         self.dependants = tuple(dependants)
+
+
+class CausalLinkError(ConflictError):
+    """A causal link the graph cannot hold; ``err.cause`` and ``err.effect`` name the events.
+    Nothing was written."""
+
+    def __init__(self, message: str, *, cause: str, effect: str) -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.effect = effect
+
+
+class CauseAfterEffectError(CausalLinkError):
+    """The cause occurred after its effect (``occurred_at``); a cause may be simultaneous."""
+
+
+class CausalCycleError(CausalLinkError):
+    """The link would close a cycle: ``err.path`` is the existing chain from the effect back to
+    the cause (event ids, effect first)."""
+
+    def __init__(self, message: str, *, cause: str, effect: str, path: Sequence[str]) -> None:
+        super().__init__(message, cause=cause, effect=effect)
+        self.path = tuple(path)
 
 
 class StoreError(ChronomemError):

@@ -16,7 +16,11 @@ from hypothesis import strategies as st
 from chronomem import (
     PRESETS,
     CausalConfig,
+    CausalCycleError,
+    CausalLinkError,
+    CauseAfterEffectError,
     InvalidInputError,
+    Link,
     Memory,
     NotFoundError,
     Provenance,
@@ -78,7 +82,8 @@ def test_a_root_cause_witness_outranks_symptom_paraphrases(mem: Memory, clock: S
     assert causal is not None
     assert (causal.via, causal.depth, causal.event_id) == ("witness", 2, events["black market"].id)
     assert causal.path == (events["black market"].id, events["unrest"].id, riot)
-    assert causal.boost == 1.0
+    # chain weighting: the drought (4 links up) is the root; the black market is 2 links nearer
+    assert causal.boost == pytest.approx(1.0 - 2 * 0.1)
 
     # The published multiplicative form cannot lift it: its episodic score is near zero.
     multiplicative = replace(
@@ -110,8 +115,9 @@ def _boost_with(weight: float) -> float:
 
 def test_edge_weights_matter() -> None:
     strong, weak = _boost_with(1.0), _boost_with(0.1)
-    assert strong == pytest.approx(1.0)
-    assert weak == pytest.approx(0.1)
+    # rationing is 3 links up, one nearer the crisis than the root (the drought): chain 0.9
+    assert strong == pytest.approx(0.9)
+    assert weak == pytest.approx(0.09)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -143,13 +149,16 @@ def test_cosine_association_needs_the_threshold(mem: Memory, clock: SimClock) ->
     events = _chain(mem, clock)
     unrest = events["unrest"]  # axis 11
     close = mem.remember("people muttering", agent="a", embedding=v(11, (2, 0.5))).id  # cos .894
+    some = mem.remember("people talking", agent="c", embedding=v(11, (2, 1.2))).id  # cos .640
     far = mem.remember("people chatting", agent="b", embedding=v(11, (2, 1.5))).id  # cos .555
     read = mem.peek("q", query_embedding=QUESTION, crisis=events["riot"].id, explain=True)
     hits = {h.record.id: h for h in read}
     near = hits[close].breakdown.causal  # type: ignore[union-attr]
     assert near is not None
     assert (near.via, near.event_id) == ("cosine", unrest.id)
-    assert near.association == pytest.approx(0.894, abs=1e-3)
+    assert near.association == 1.0  # at or above threshold + margin (0.6 + 0.15): fully
+    partly = hits[some].breakdown.causal  # type: ignore[union-attr]
+    assert partly.association == pytest.approx(0.640 / 0.75, abs=1e-3)  # type: ignore[union-attr]
     assert hits[far].breakdown.causal.event_id is None  # type: ignore[union-attr]  # < 0.6
 
 
@@ -253,3 +262,84 @@ def test_without_vectors_witness_links_and_lexical_relevance_still_work(
         assert hits[0].breakdown.causal.via == "witness"  # type: ignore[union-attr]
         with pytest.raises(Exception, match="vectors"):
             mem.auto_link(crisis.id)
+
+
+def test_a_cause_after_its_effect_is_refused_naming_both(mem: Memory, clock: SimClock) -> None:
+    riot = mem.add_event("riot", kind="crisis", embedding=v(1))
+    clock.advance(days=3)
+    later = mem.add_event("bread prices fell", embedding=v(2))
+    with pytest.raises(CauseAfterEffectError) as refused:
+        mem.link(later.id, riot.id)
+    assert (refused.value.cause, refused.value.effect) == (later.id, riot.id)
+    assert later.id in str(refused.value)
+    assert riot.id in str(refused.value)
+    assert mem.links() == []
+    same_time = mem.add_event("guards arrived", occurred_at=riot.occurred_at, embedding=v(3))
+    assert mem.link(same_time.id, riot.id).cause == same_time.id  # simultaneous is allowed
+
+
+def test_a_link_that_closes_a_cycle_is_refused(mem: Memory) -> None:
+    a, b, c = (mem.add_event(name, embedding=v(i)) for i, name in enumerate("abc", start=1))
+    mem.link(a.id, b.id)
+    mem.link(b.id, c.id)
+    with pytest.raises(CausalCycleError) as refused:
+        mem.link(c.id, a.id)  # all three at one instant: only the cycle check can refuse it
+    assert isinstance(refused.value, CausalLinkError)
+    assert (refused.value.cause, refused.value.effect) == (c.id, a.id)
+    assert refused.value.path == (a.id, b.id, c.id)
+    assert len(mem.links()) == 2
+    mem.link(a.id, c.id)  # a shortcut is no cycle
+    mem.link(a.id, b.id, 0.5)  # re-weighting an existing link is no cycle either
+
+
+def test_auto_link_never_proposes_a_cycle(mem: Memory, clock: SimClock) -> None:
+    drought = mem.add_event("no rain for months", embedding=v(1, (2, 0.2)))
+    clock.advance(days=2)
+    famine = mem.add_event("drought destroyed the harvest", embedding=v(1))
+    # A link from an older store, written before links were checked: famine -> drought.
+    mem.store.put_link(
+        mem.space,
+        Link(cause=famine.id, effect=drought.id, weight=1.0, provenance=Provenance.EXPLICIT,
+             created_at=clock.now()),
+    )  # fmt: skip
+    assert mem.auto_link(famine.id, threshold=0.9) == []
+    assert [(x.cause, x.effect) for x in mem.links()] == [(famine.id, drought.id)]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    depth=st.integers(2, 6),
+    importance=st.lists(st.integers(1, 10), min_size=6, max_size=6),
+    witnessed=st.lists(st.booleans(), min_size=6, max_size=6),
+)
+def test_a_crisis_read_lists_the_chain_root_first_above_every_symptom(
+    depth: int, importance: list[int], witnessed: list[bool]
+) -> None:
+    """One memory per chain event (named as witnessed, or only close in meaning), written in
+    time order (the proximate cause's the newest), next to symptom paraphrases of the question:
+    under ``default`` the chain comes first, root to proximate, whatever the memories'
+    importance and age (a chain step is worth 0.2 of episodic score; docs/causal.md)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        clock = SimClock(T0)
+        with Memory.open(Path(tmp) / "m.db", embedder=None, clock=clock) as mem:
+            events = [mem.add_event(f"e{i}", embedding=v(8 + i)) for i in range(depth)]
+            crisis = mem.add_event("riot", kind="crisis", embedding=v(0, (1, 0.3)))
+            for cause, effect in itertools.pairwise([*events, crisis]):
+                mem.link(cause.id, effect.id)
+            chain = []
+            for i, event in enumerate(events):
+                clock.advance(days=1)
+                named = event.id if witnessed[i] else None
+                near = v(8 + i, (2 + i, 0.5))  # cosine .894 to its event, 0 to the question
+                chain.append(mem.remember(f"saw {i}", agent=f"w{i}", importance=importance[i],
+                                          event_id=named, embedding=near).id)  # fmt: skip
+            symptoms = {
+                mem.remember(f"symptom {j}", agent=f"s{j}", importance=10,
+                             embedding=v(0, (1, 0.1 * j))).id
+                for j in range(3)
+            }  # fmt: skip
+            hits = mem.peek("why?", query_embedding=QUESTION, crisis=crisis.id, k=depth + 3,
+                            preset="default", explain=True)  # fmt: skip
+            assert [h.record.id for h in hits[:depth]] == chain  # root first, then down
+            assert {h.record.id for h in hits[depth:]} == symptoms
+            assert all(not h.breakdown.factors for h in hits)  # type: ignore[union-attr]

@@ -4,7 +4,12 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chronomem.scoring.components import elapsed_recency, minmax, ordinal_recency
+from chronomem.scoring.components import (
+    elapsed_recency,
+    minmax,
+    ordinal_positions,
+    ordinal_recency,
+)
 
 HOUR = 3_600_000_000
 ages = st.lists(st.integers(min_value=0, max_value=10**15), min_size=1, max_size=50)
@@ -32,9 +37,21 @@ def test_elapsed_recency_is_the_paper_formula_and_future_stamps_have_age_zero() 
 def test_ordinal_recency_gives_the_oldest_access_the_highest_value() -> None:
     last = np.asarray([30, 10, 20, 99], dtype=np.int64)
     mask = np.asarray([True, True, True, False])
-    ids = np.asarray(["a", "b", "c", "d"], dtype="<U26")
-    rec = ordinal_recency(last, last, ids, mask, 0.99)
+    positions = ordinal_positions(last, np.zeros(4, dtype=bool), np.arange(4), mask)
+    assert positions.tolist() == [3, 1, 2, 0]
+    rec = ordinal_recency(positions, 0.99)
     np.testing.assert_allclose(rec, [0.99**3, 0.99**1, 0.99**2, 0.0])
+
+
+def test_equal_access_times_list_events_then_thoughts_each_newest_first() -> None:
+    # The code's candidates: its event list + its thought list, each newest inserted first,
+    # sorted stably by last access.
+    last = np.asarray([5, 5, 5, 5, 1, 5], dtype=np.int64)
+    thought = np.asarray([False, True, False, True, True, False])
+    inserted = np.asarray([1, 2, 3, 4, 5, 6], dtype=np.int64)
+    positions = ordinal_positions(last, thought, inserted, np.ones(6, dtype=bool))
+    # access 1 first; then events 6, 3, 1; then thoughts 4, 2
+    assert positions.tolist() == [4, 6, 3, 5, 1, 2]
 
 
 def test_minmax_zero_range_is_half_never_nan() -> None:

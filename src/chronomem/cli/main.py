@@ -91,7 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("recall", parents=[common], help="the best memories for a query")
     p.add_argument("query")
     p.add_argument("--agent", action="append", help="whose memories (repeatable; default: all)")
-    p.add_argument("-k", type=int, default=10, help="how many (default 10)")
+    p.add_argument(
+        "-k", type=int, help="how many (default: the preset's, 10; generative-agents-code 30)"
+    )
     p.add_argument("--as-of", type=_instant, help="evaluate at this instant (default: now)")
     p.add_argument("--valid-at", type=_instant, help="world time for validity windows")
     p.add_argument(

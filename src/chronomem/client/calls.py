@@ -174,7 +174,7 @@ def forget(
 # -- reads --------------------------------------------------------------------------------------
 def recall(
     query: str, *, agent: str | None = None, agents: Sequence[str] | None = None,
-    k: int = 10, as_of: datetime | None = None, touch: bool = True,
+    k: int | None = None, as_of: datetime | None = None, touch: bool = True,
     query_embedding: Vector | None = None, explain: bool = False,
     kinds: Iterable[Kind | str] | None = None, include_history: bool = False,
     valid_at: datetime | None = None, preset: str | ScoringConfig | None = None,
@@ -191,7 +191,7 @@ def recall(
 
 def peek(
     query: str, *, agent: str | None = None, agents: Sequence[str] | None = None,
-    k: int = 10, as_of: datetime | None = None, query_embedding: Vector | None = None,
+    k: int | None = None, as_of: datetime | None = None, query_embedding: Vector | None = None,
     explain: bool = False, kinds: Iterable[Kind | str] | None = None,
     include_history: bool = False, valid_at: datetime | None = None,
     preset: str | ScoringConfig | None = None, crisis: str | None = None,
@@ -205,7 +205,7 @@ def peek(
 
 def recall_many(
     queries: Sequence[str], *, agent: str | None = None,
-    agents: Sequence[str] | None = None, k: int = 10, as_of: datetime | None = None,
+    agents: Sequence[str] | None = None, k: int | None = None, as_of: datetime | None = None,
     touch: bool = True, query_embeddings: Sequence[Vector | None] | None = None,
     explain: bool = False, kinds: Iterable[Kind | str] | None = None,
     include_history: bool = False, valid_at: datetime | None = None,

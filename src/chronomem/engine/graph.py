@@ -16,7 +16,13 @@ from chronomem.context.block import ContextBlock, TokenCounter, build_block, cha
 from chronomem.embedders.base import as_vector
 from chronomem.engine import read
 from chronomem.engine.handle import Handle
-from chronomem.errors import ConfigError
+from chronomem.errors import (
+    CausalCycleError,
+    CausalLinkError,
+    CauseAfterEffectError,
+    ConfigError,
+)
+from chronomem.graph.ancestry import path_between
 from chronomem.model.event import Ancestor, Event, EventKind, Link, Provenance
 from chronomem.retrieval.crisis import graph_at
 from chronomem.retrieval.options import ReadOptions
@@ -66,10 +72,10 @@ def link(
     similarity: float | None,
 ) -> Link:
     """Write ``cause -> effect``; an inferred link never replaces an explicit one (which is
-    returned unchanged)."""
+    returned unchanged). Refuses a cause that occurred after its effect and a link that would
+    close a cycle (:class:`CausalLinkError`), writing nothing."""
     with h.store.write():
-        for event_id in (cause, effect):
-            h.event(event_id)
+        _check_link(h, h.event(cause), h.event(effect))
         existing = h.store.get_link(h.space, cause, effect)
         if (
             existing is not None
@@ -87,6 +93,30 @@ def link(
         )
         h.store.put_link(h.space, new)
     return new
+
+
+def _check_link(h: Handle, cause: Event, effect: Event) -> None:
+    if cause.occurred_at > effect.occurred_at:
+        raise CauseAfterEffectError(
+            f"{_named(cause)} occurred after its effect {_named(effect)}: a cause precedes "
+            f"its effect (or is simultaneous)",
+            cause=cause.id,
+            effect=effect.id,
+        )
+    path = path_between(((x.cause, x.effect) for x in h.store.links(h.space)), effect.id, cause.id)
+    if path is not None:
+        chain = " -> ".join(path)
+        raise CausalCycleError(
+            f"linking {_named(cause)} -> {_named(effect)} would close a cycle: {chain} is "
+            f"already linked",
+            cause=cause.id,
+            effect=effect.id,
+            path=path,
+        )
+
+
+def _named(event: Event) -> str:
+    return f"event {event.id} ({event.text!r}, {event.occurred_at.isoformat()})"
 
 
 def reach(
@@ -144,15 +174,18 @@ def auto_link(
         similarity = float(np.dot(vector / np.linalg.norm(vector), target))
         if similarity < threshold:
             continue
-        written = link(
-            h,
-            cause.id,
-            effect.id,
-            now=now,
-            weight=weight_scale * max(similarity, 0.0),
-            provenance=Provenance.INFERRED,
-            similarity=similarity,
-        )
+        try:
+            written = link(
+                h,
+                cause.id,
+                effect.id,
+                now=now,
+                weight=weight_scale * max(similarity, 0.0),
+                provenance=Provenance.INFERRED,
+                similarity=similarity,
+            )
+        except CausalLinkError:
+            continue  # never proposes a link that closes a cycle
         if written.provenance is Provenance.INFERRED:
             made.append(written)
     return made

@@ -114,7 +114,7 @@ class Memory(MemoryView):
     # -- reads (DESIGN §2) ----------------------------------------------------------------
     def recall(
         self, query: str, *, agent: str | None = None, agents: Sequence[str] | None = None,
-        k: int = 10, as_of: datetime | None = None, touch: bool = True,
+        k: int | None = None, as_of: datetime | None = None, touch: bool = True,
         query_embedding: Vector | None = None, explain: bool = False,
         kinds: Iterable[Kind | str] | None = None, include_history: bool = False,
         valid_at: datetime | None = None, preset: str | ScoringConfig | None = None,
@@ -129,14 +129,15 @@ class Memory(MemoryView):
         as_of`` on the returned records, durably, in this call; ``False`` is read-only.
         ``query_embedding`` replaces the embedder's vector; ``crisis`` (an event id) lifts
         records tied to its causes (DESIGN §4). Hits show records as they were scored, before
-        this call's touch; an empty candidate set returns ``[]``.
+        this call's touch; an empty candidate set returns ``[]``. ``k`` defaults to the preset's
+        ``default_k`` (10; 30 under ``generative-agents-code``, which also stamps backwards).
         """
         embeddings = None if query_embedding is None else [query_embedding]
         return self._read([query], embeddings, ReadOptions.from_arguments(locals()))[0]
 
     def recall_many(
         self, queries: Sequence[str], *, agent: str | None = None,
-        agents: Sequence[str] | None = None, k: int = 10, as_of: datetime | None = None,
+        agents: Sequence[str] | None = None, k: int | None = None, as_of: datetime | None = None,
         touch: bool = True, query_embeddings: Sequence[Vector | None] | None = None,
         explain: bool = False, kinds: Iterable[Kind | str] | None = None,
         include_history: bool = False, valid_at: datetime | None = None,
@@ -287,7 +288,10 @@ class Memory(MemoryView):
 
         Raises:
             NotFoundError: either event does not exist. InvalidInputError: a self-link, or a
-            weight outside (0, 1].
+            weight outside (0, 1]. CauseAfterEffectError: the cause occurred after the effect
+            (simultaneous is allowed). CausalCycleError: the effect already leads to the cause,
+            so the link would close a cycle (``err.path``). Both name the two events
+            (``err.cause``, ``err.effect``); nothing is written.
         """
         chosen = to_enum(Provenance, provenance, "provenance")
         weight = number_in(weight, "weight", 0.0, 1.0, low_open=True)
@@ -312,8 +316,8 @@ class Memory(MemoryView):
         ``window`` before it and whose cosine similarity to it is at or above ``threshold``
         (default: the preset's per-embedder association threshold). The weight,
         ``weight_scale × similarity`` (at most 0.5 by default), says how weak this evidence is
-        next to an explicit link. Never a self-link; existing explicit links are left alone.
-        Returns the links written.
+        next to an explicit link. Never a self-link, never a link that would close a cycle;
+        existing explicit links are left alone. Returns the links written.
 
         Raises:
             ConfigError: the events have no vectors (open the store with an embedder).

@@ -74,7 +74,7 @@ def recall_many(
             text=text,
             vector=vector,
             agents=agents,
-            k=options.k,
+            k=config.default_k if options.k is None else options.k,
             as_of=at,
             config=config,
             kinds=None if options.kinds is None else frozenset(map(Kind, options.kinds)),
@@ -87,6 +87,7 @@ def recall_many(
         for text, vector in zip(texts, _query_vectors(h, texts, embeddings, config), strict=True)
     ]
     sequential = config.sequential_touch if options.sequential is None else options.sequential
+    backwards = config.touch_backwards
     results: list[list[Hit]] = []
     pending: dict[str, None] = {}
     for q in built:
@@ -95,11 +96,11 @@ def recall_many(
         if options.touch:
             ids = [i for hit in hits for i in hit.record_ids]
             if sequential:
-                h.store.touch(h.space, ids, to_micros(at))
+                h.store.touch(h.space, ids, to_micros(at), backwards=backwards)
             else:
                 pending.update(dict.fromkeys(ids))
     if options.touch and pending:
-        h.store.touch(h.space, list(pending), to_micros(at))
+        h.store.touch(h.space, list(pending), to_micros(at), backwards=backwards)
     log_accesses(h, built, results, options, now=now)
     return results
 

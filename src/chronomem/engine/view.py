@@ -151,7 +151,7 @@ class MemoryView:
         *,
         agent: str | None = None,
         agents: Sequence[str] | None = None,
-        k: int = 10,
+        k: int | None = None,
         as_of: datetime | None = None,
         query_embedding: Vector | None = None,
         explain: bool = False,

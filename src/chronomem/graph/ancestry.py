@@ -13,10 +13,16 @@ from dataclasses import dataclass
 
 from chronomem.config import DepthWeighting
 
-__all__ = ["Reach", "depth_weight", "traverse"]
+__all__ = ["Reach", "depth_weight", "path_between", "traverse"]
 
 
-def depth_weight(mode: DepthWeighting, depth: int, max_depth: int) -> float:
+def depth_weight(
+    mode: DepthWeighting, depth: int, max_depth: int, *, deepest: int = 1, step: float = 0.0
+) -> float:
+    """The weight of an ancestor ``depth`` links upstream (DESIGN §4; ``chain``: 1 at the read's
+    ``deepest`` ancestor, ``step`` less per link nearer the crisis)."""
+    if mode is DepthWeighting.CHAIN:
+        return 1.0 - step * max(0, deepest - depth)
     if mode is DepthWeighting.PROXIMATE:
         return 1.0 / depth
     if mode is DepthWeighting.ROOT:
@@ -46,10 +52,17 @@ class Reach:
         """The best product of weights over paths within the bound."""
         return max(self.by_depth)
 
-    def best(self, mode: DepthWeighting, max_depth: int) -> tuple[float, int]:
+    @property
+    def deepest(self) -> int:
+        """The most links of a path within the bound."""
+        return max(d for d, s in enumerate(self.by_depth, start=1) if s > 0.0)
+
+    def best(
+        self, mode: DepthWeighting, max_depth: int, *, deepest: int = 1, step: float = 0.0
+    ) -> tuple[float, int]:
         """``(strength × depth weight, depth)`` maximised over depths."""
         return max(
-            (s * depth_weight(mode, d, max_depth), d)
+            (s * depth_weight(mode, d, max_depth, deepest=deepest, step=step), d)
             for d, s in enumerate(self.by_depth, start=1)
             if s > 0.0
         )
@@ -112,3 +125,29 @@ def traverse(
         )
         out[node] = Reach(node, by_depth, paths)
     return out
+
+
+def path_between(edges: Iterable[tuple[str, str]], start: str, goal: str) -> tuple[str, ...] | None:
+    """The shortest chain of ``(cause, effect)`` edges from ``start`` to ``goal`` (event ids,
+    ``start`` first), or ``None``: the link ``goal -> start`` would close a cycle exactly when
+    there is one. Unbounded, so a cycle of any length is found."""
+    following: dict[str, list[str]] = {}
+    for cause, effect in edges:
+        following.setdefault(cause, []).append(effect)
+    came_from: dict[str, str] = {start: start}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for node in frontier:
+            for other in sorted(following.get(node, ())):
+                if other in came_from:
+                    continue
+                came_from[other] = node
+                if other == goal:
+                    path = [goal]
+                    while path[-1] != start:
+                        path.append(came_from[path[-1]])
+                    return tuple(reversed(path))
+                nxt.append(other)
+        frontier = nxt
+    return None

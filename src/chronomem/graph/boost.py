@@ -1,9 +1,11 @@
 """The causal boost as matrix operations over the candidates (DESIGN §4).
 
 For candidate records R and causal events A (true ancestors and scope-fallback events):
-``association[r, a]`` is 1.0 when record ``r`` witnessed event ``a`` (its ``event_id``), else the
-cosine between them when it reaches the threshold, else 0; ``boost[r] = max_a association[r, a] ×
-effective[a]``. One ``R @ A.T`` product per agent, no per-record Python.
+``association[r, a]`` is 1.0 when record ``r`` witnessed event ``a`` (its ``event_id``), else
+``min(1, cosine / full)`` when the cosine between them reaches the threshold (``full``, a little
+above the threshold, is the cosine from which a record is clearly about the event), else 0;
+``boost[r] = max_a association[r, a] × effective[a]``. One ``R @ A.T`` product per agent, no
+per-record Python.
 """
 
 from __future__ import annotations
@@ -86,13 +88,15 @@ def causal_boost(
     events: list[CausalEvent],
     *,
     threshold: float,
+    full: float,
 ) -> Boost:
     """The boost of every row of every agent part (parts concatenated in order).
 
     ``cosines[i]`` is part ``i``'s ``(rows, events)`` cosine matrix — its unit vectors times
     :func:`event_matrix` — or ``None`` when it cannot be computed (no vectors); it is modified
     in place. ``event_keys[i]`` holds the witnessed-event keys (0: none). ``threshold`` must be
-    positive, so zero vectors never associate.
+    positive, so zero vectors never associate; ``full`` (>= threshold) is the cosine of full
+    association.
     """
     sizes = [k.shape[0] for k in event_keys]
     n = int(sum(sizes))
@@ -106,6 +110,8 @@ def causal_boost(
         rows = rows_keys.shape[0]
         if contribution is not None:
             np.multiply(contribution, contribution >= threshold, out=contribution)
+            contribution *= np.float32(1.0 / full)
+            np.minimum(contribution, 1.0, out=contribution)
             contribution *= effective
         else:
             contribution = np.zeros((rows, len(events)), dtype=np.float32)
@@ -119,7 +125,7 @@ def causal_boost(
 
 
 def association(
-    vector: F32 | None, event_id: str | None, event: CausalEvent, *, threshold: float
+    vector: F32 | None, event_id: str | None, event: CausalEvent, *, threshold: float, full: float
 ) -> tuple[float, Association | None]:
     """One record's association with one causal event, for explanations."""
     if event_id is not None and event_id == event.event_id:
@@ -128,4 +134,6 @@ def association(
         return 0.0, None
     norm = float(np.linalg.norm(vector) * np.linalg.norm(event.vector))
     cosine = float(np.dot(vector, event.vector)) / norm if norm else 0.0
-    return (cosine, Association.COSINE) if cosine >= threshold else (0.0, None)
+    if cosine < threshold:
+        return 0.0, None
+    return min(1.0, cosine / full), Association.COSINE

@@ -24,16 +24,19 @@ def causal_events(
     config: CausalConfig,
 ) -> list[CausalEvent]:
     """The crisis's true ancestors (those in ``events``: visible at the read's instant) with
-    their effective strength (best over depths of strength × depth weight), then the
-    scope-fallback events: in the crisis's scope, not ancestors, counted at
-    ``fallback_factor × the weakest ancestor's effective strength`` (``fallback_factor`` when
-    there is no ancestor), so strictly below every true ancestor."""
+    their effective strength (best over depths of strength × depth weight; ``chain`` weighting
+    counts depths from the deepest of them), then the scope-fallback events: in the crisis's
+    scope, not ancestors, counted at ``fallback_factor × the weakest ancestor's effective
+    strength`` (``fallback_factor`` when there is no ancestor), so strictly below every true
+    ancestor."""
     out: list[CausalEvent] = []
-    for event_id in sorted(reach):
-        if event_id not in events:
-            continue
+    visible = [event_id for event_id in sorted(reach) if event_id in events]
+    deepest = max((reach[event_id].deepest for event_id in visible), default=1)
+    for event_id in visible:
         r = reach[event_id]
-        effective, depth = r.best(config.depth_weighting, config.max_depth)
+        effective, depth = r.best(
+            config.depth_weighting, config.max_depth, deepest=deepest, step=config.chain_step
+        )
         out.append(
             CausalEvent(
                 event_id=event_id,

@@ -4,6 +4,7 @@ from chronomem.model.audit import AuditEntry, ForgetResult
 from chronomem.model.event import Ancestor, Event, EventKind, Link, Provenance
 from chronomem.model.ids import IdFactory, id_instant
 from chronomem.model.record import (
+    EMBEDDING_KEY,
     Breakdown,
     CausalPart,
     EvidenceStatus,
@@ -17,6 +18,7 @@ from chronomem.model.record import (
 )
 
 __all__ = [
+    "EMBEDDING_KEY",
     "Ancestor",
     "AuditEntry",
     "Breakdown",

@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 __all__ = [
+    "EMBEDDING_KEY",
     "INSTANT_FIELDS",
     "Breakdown",
     "CausalPart",
@@ -21,6 +22,12 @@ __all__ = [
     "Weights",
     "WriteResult",
 ]
+
+
+#: The metadata key holding the text a record's vector was computed from when that is not the
+#: record's text: the Generative Agents code's ``embedding_key`` (its ``idle`` filter reads it).
+#: The importer keeps it; users migrating a simulation through ``remember`` may set it.
+EMBEDDING_KEY = "ga_embedding_key"
 
 
 class Kind(StrEnum):

@@ -53,7 +53,7 @@ def visible(
     include_history: bool,
     kinds: frozenset[Kind] | None,
     exclude_kinds: frozenset[Kind] = frozenset(),
-    exclude_text: str | None = None,
+    exclude_key: str | None = None,
 ) -> Mask | None:
     """DESIGN §2 step 1: recorded by ``as_of`` and, unless ``include_history``, inside the
     world-time window at ``valid_at`` as that window was known at ``as_of`` (closing a record
@@ -68,7 +68,7 @@ def visible(
     if kinds is not None and present <= kinds:
         kinds = None
     exclude_kinds = exclude_kinds & present
-    filtered = kinds is not None or bool(exclude_kinds) or bool(exclude_text)
+    filtered = kinds is not None or bool(exclude_kinds) or bool(exclude_key)
     if not filtered and all(
         b.max_recorded <= as_of_us
         and (include_history or (b.max_valid_from <= valid_at_us < b.min_valid_until))
@@ -86,8 +86,8 @@ def visible(
         mask &= np.isin(kind, [KIND_CODES[k] for k in kinds])
     if exclude_kinds:
         mask &= ~np.isin(kind, [KIND_CODES[k] for k in exclude_kinds])
-    if exclude_text:
-        mask &= ~cols.derived("contains", exclude_text)
+    if exclude_key:
+        mask &= ~cols.derived("key_contains", exclude_key)
     return mask
 
 

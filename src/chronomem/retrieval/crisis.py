@@ -72,4 +72,5 @@ def build_crisis(
             )
         ),
         threshold=causal.association_threshold(model_id),
+        full=causal.full_association(model_id),
     )

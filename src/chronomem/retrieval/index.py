@@ -96,6 +96,7 @@ class AgentArrays:
         self.pemb: F32 | None = None
         self.powner: Rows = np.zeros(0, dtype=np.intp)
         self.texts: list[str] = []
+        self.keys: list[str | None] = []  # embedding keys (metadata), None: the text is the key
         self.domains: list[str | None] = []
         self.event_ids: list[str | None] = []
         self.position: dict[str, int] = {}
@@ -198,6 +199,7 @@ class AgentArrays:
         for offset, i in enumerate(rows):
             self.position[cols.ids[i]] = start + offset
             self.texts.append(cols.texts[i])
+            self.keys.append(cols.embedding_keys[i])
             self.domains.append(cols.domains[i])
             self.event_ids.append(cols.event_ids[i])
         self.n = start + rows.size
@@ -242,6 +244,7 @@ class AgentArrays:
             self.powner[:pn] = renumber[owners[kept_passages]]
             self.pn = pn
         self.texts = [t for t, k in zip(self.texts, keep, strict=True) if k]
+        self.keys = [t for t, k in zip(self.keys, keep, strict=True) if k]
         self.domains = [d for d, k in zip(self.domains, keep, strict=True) if k]
         self.event_ids = [e for e, k in zip(self.event_ids, keep, strict=True) if k]
         self.n = int(keep.sum())
@@ -318,13 +321,15 @@ class AgentArrays:
         the ``"Name: words"`` convention of transcripts (:func:`chronomem.text.speaker`)."""
         return self.speaker[: self.n], list(self.speaker_names)
 
-    def contains(self, substring: str) -> npt.NDArray[np.bool_]:
-        """Which texts contain ``substring`` (case-sensitive, like the reference code)."""
-        key = ("contains", substring)
-        cached = self._derived.get(key)
+    def key_contains(self, substring: str) -> npt.NDArray[np.bool_]:
+        """Which embedding keys contain ``substring`` (case-sensitive, like the reference code);
+        a record's key is its ``metadata[EMBEDDING_KEY]``, else its text."""
+        name = ("key_contains", substring)
+        cached = self._derived.get(name)
         if cached is None:
-            cached = np.fromiter((substring in t for t in self.texts), dtype=np.bool_, count=self.n)
-            self._derived[key] = cached
+            keys = (t if k is None else k for t, k in zip(self.texts, self.keys, strict=True))
+            cached = np.fromiter((substring in k for k in keys), dtype=np.bool_, count=self.n)
+            self._derived[name] = cached
         return cached  # type: ignore[return-value]
 
 

@@ -33,7 +33,8 @@ class ReadOptions:
     Attributes:
         agents: whose memories; ``None`` reads every agent of the space. Normalised to a tuple
             without repeats.
-        k: how many hits, at least 1.
+        k: how many hits, at least 1 (``None``: the preset's ``default_k``, 10 for every preset
+            but ``generative-agents-code``, 30).
         as_of: the instant the read is evaluated at (``None``: the clock's now).
         touch: stamp ``last_accessed_at = as_of`` on the returned records.
         explain: attach a :class:`~chronomem.model.Breakdown` to each hit.
@@ -50,7 +51,7 @@ class ReadOptions:
     """
 
     agents: Sequence[str] | None = None
-    k: int = 10
+    k: int | None = None
     as_of: datetime | None = None
     touch: bool = True
     explain: bool = False
@@ -67,7 +68,8 @@ class ReadOptions:
         put = object.__setattr__
         if self.agents is not None:
             put(self, "agents", tuple(dict.fromkeys(string_tuple(self.agents, "agents"))))
-        put(self, "k", positive_int(self.k, "k"))
+        if self.k is not None:
+            put(self, "k", positive_int(self.k, "k"))
         put(self, "as_of", optional_instant(self.as_of, "as_of"))
         put(self, "valid_at", optional_instant(self.valid_at, "valid_at"))
         for name in ("touch", "explain", "include_history"):

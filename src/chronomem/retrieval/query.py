@@ -40,8 +40,10 @@ class Query:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Crisis:
     """A crisis read's causal inputs: the events that may lift records (ancestors, then scope
-    fallbacks) and the association threshold of this store's embedder."""
+    fallbacks), the association threshold of this store's embedder and the cosine of full
+    association."""
 
     event: Event
     events: tuple[CausalEvent, ...]
     threshold: float
+    full: float

@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from chronomem.arrays import F32, F64, I64, Mask, Rows
 from chronomem.clock import to_micros
-from chronomem.config import RelevanceMode
+from chronomem.config import RecencyMode, RelevanceMode, ScoringConfig
 from chronomem.graph.boost import Boost, association, causal_boost
 from chronomem.lifecycle.rules import decay_factor, feedback_factor
 from chronomem.model.record import Breakdown, CausalPart, Hit, Kind, Record
@@ -44,7 +44,7 @@ def _visible(cols: Columns, q: Query) -> Mask | None:
         include_history=q.include_history,
         kinds=q.kinds,
         exclude_kinds=q.config.exclude_kinds | (CORE if q.kinds is None else frozenset()),
-        exclude_text=q.config.exclude_text,
+        exclude_key=q.config.exclude_key,
     )
 
 
@@ -92,14 +92,17 @@ def _select(
     scores: Scores, cols: Columns, ids: npt.NDArray[np.str_], recorded_at: I64, k: int
 ) -> list[Rows]:
     """Ranked row groups: one group per hit. Multi-agent reads collapse equal texts (step 8)."""
+    positions = scores.positions
     if len(cols.arrays) == 1:
-        return [np.asarray([p]) for p in rank(scores.final, recorded_at, ids, k)]
+        return [
+            np.asarray([p]) for p in rank(scores.final, recorded_at, ids, k, positions=positions)
+        ]
     keys = cols.derived("text_keys")
     candidates = scores.final > -np.inf
     n_candidates = int(np.count_nonzero(candidates))
     window = k
     while True:
-        ranked = rank(scores.final, recorded_at, ids, window)
+        ranked = rank(scores.final, recorded_at, ids, window, positions=positions)
         _, first = np.unique(keys[ranked], return_index=True)
         if first.size >= k or window >= n_candidates:
             break
@@ -117,7 +120,7 @@ def _boost(cols: Columns, crisis: Crisis, cosines: list[F32 | None] | None = Non
         cosines = similarities(cols, None, crisis)[1]
     return causal_boost(
         cosines, [a.event_keys() for a in cols.arrays], list(crisis.events),
-        threshold=crisis.threshold,
+        threshold=crisis.threshold, full=crisis.full,
     )  # fmt: skip
 
 
@@ -130,7 +133,9 @@ def _causal_part(cols: Columns, boost: Boost, crisis: Crisis, row: int, q: Query
     part = int(np.searchsorted(cols.offsets, row, side="right")) - 1
     arrays, local = cols.arrays[part], row - int(cols.offsets[part])
     vector = None if arrays.emb is None else arrays.emb[local]
-    value, via = association(vector, arrays.event_ids[local], event, threshold=crisis.threshold)
+    value, via = association(
+        vector, arrays.event_ids[local], event, threshold=crisis.threshold, full=crisis.full
+    )
     return CausalPart(
         boost=float(boost.value[row]),
         fusion=causal.fusion.value,
@@ -153,7 +158,9 @@ def _versions(
     and, per adjusted row, the factors for explanations."""
     config = q.config.versions
     dims = {a.dim for a in cols.arrays if a.emb is not None and a.dim is not None}
-    if config is None or q.vector is None or len(dims) != 1:
+    if config is None or q.vector is None or len(dims) != 1 or q.crisis is not None:
+        # A crisis read asks why something happened, not for the current state of anything:
+        # the band would hand the newest of the chain's memories a lead over its root.
         return scores, {}
     rows = rank(scores.final, recorded_at, ids, config.window)
     if rows.size < 2:
@@ -214,6 +221,15 @@ def _breakdown(
     )
 
 
+def _listing(cols: Columns, config: ScoringConfig) -> tuple[I64 | None, Mask | None]:
+    """Where ordinal recency places equal access times: the store keys (insertion order) and
+    the rows of the kinds listed after the others."""
+    if config.recency is not RecencyMode.ORDINAL:
+        return None, None
+    after = np.isin(cols.cat("kind"), [KIND_CODES[k] for k in config.listed_after])
+    return cols.cat("pk"), after
+
+
 def _speaker_of(cols: Columns, row: int) -> str | None:
     part = int(np.searchsorted(cols.offsets, row, side="right")) - 1
     codes, names = cols.arrays[part].speakers()
@@ -234,13 +250,19 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
         lexical_scores = lexical(store, space, cols, q.text) if needs_lexical else None
         chosen = preselect(store, space, cols, q, lexical_scores, mask)
         dense, event_cosines = similarities(
-            cols, q.vector, q.crisis, chosen, passages=q.config.passages
+            cols,
+            q.vector,
+            q.crisis,
+            chosen,
+            passages=q.config.passages,
+            float64=q.config.float64_cosines,
         )
         speaker = speaker_match(cols, q)
         life = _lifecycle(cols, q)
         boost = None if q.crisis is None else _boost(cols, q.crisis, event_cosines)
         recorded_at: I64 = cols.cat("recorded_at")
         ids: npt.NDArray[np.str_] = cols.cat("ids")
+        inserted, listed_after = _listing(cols, q.config)
         candidates = Candidates(
             mask=mask,
             importance=cols.cat("importance"),
@@ -252,6 +274,8 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             factor=life.factor,
             boost=None if boost is None else boost.value,
             speaker=speaker,
+            inserted=inserted,
+            listed_after=listed_after,
         )
         scores = score(candidates, q.config, as_of_us=to_micros(q.as_of))
         scores, versions = _versions(scores, cols, ids, recorded_at, q)

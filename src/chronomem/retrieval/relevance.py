@@ -85,19 +85,47 @@ def similarities(
     chosen: Mask | None = None,
     *,
     passages: bool = False,
+    float64: bool = False,
 ) -> tuple[F64 | None, list[F32 | None]]:
     """The query cosines (``None`` without a query vector) and, for a crisis read, each part's
     record × causal-event cosines — from one pass over each agent's vectors: ``E @ [q | M]``.
     With ``passages``, a record's query cosine is the best of its own and its passages'.
+    ``float64`` computes the query cosines in float64 from the stored float32 vectors (the
+    compatibility preset's exactness; a float32 product over 1536 dimensions is off by ~1e-7).
 
     With ``chosen`` (pre-selected rows, never with a crisis, nor with passages over records that
     have them: see :func:`preselect`), only those rows' cosines are computed; the others are 0."""
-    dense, event_parts = _record_similarities(cols, vector, crisis, chosen)
+    dense: F64 | None
+    if float64 and vector is not None and crisis is None and chosen is None:
+        dense = _float64_cosines(cols, vector)
+        event_parts: list[F32 | None] = [None] * len(cols.arrays)
+    else:
+        dense, event_parts = _record_similarities(cols, vector, crisis, chosen)
     if passages and dense is not None and vector is not None:
         for a, offset in zip(cols.arrays, cols.offsets[:-1].tolist(), strict=True):
             if a.dim == vector.shape[0]:
                 a.raise_to_passages(dense[offset : offset + a.n], vector)
     return dense, event_parts
+
+
+def _float64_cosines(cols: Columns, vector: F32) -> F64:
+    """Cosines in float64, renormalising the stored rows and the query in float64 (their float32
+    norms are off by ~1e-7, which min-max normalisation of close cosines magnifies), rounded to
+    12 decimals: rows whose exact cosines are equal (orthogonal, parallel) tie as they do in
+    exact arithmetic, instead of min-max stretching a 1e-17 rounding difference to the whole
+    range."""
+    query = vector.astype(np.float64)
+    query /= np.linalg.norm(query)
+    parts = []
+    for a in cols.arrays:
+        if a.emb is None or a.dim != vector.shape[0]:
+            parts.append(np.zeros(a.n, dtype=np.float64))
+            continue
+        rows = a.emb[: a.n].astype(np.float64)
+        norms = np.linalg.norm(rows, axis=1)
+        parts.append(np.divide(rows @ query, norms, out=np.zeros(a.n), where=norms > 0))
+    out = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    return np.round(out, 12, out=out)
 
 
 def _record_similarities(

@@ -12,7 +12,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from chronomem.arrays import F64, I64, Mask
 
@@ -21,6 +20,7 @@ __all__ = [
     "elapsed_recency",
     "fixed_lexical",
     "minmax",
+    "ordinal_positions",
     "ordinal_recency",
 ]
 
@@ -58,26 +58,28 @@ def elapsed_recency(last_accessed_us: I64, as_of_us: int, decay: float, unit_us:
     return np.exp(out, out=out)
 
 
-def ordinal_recency(
-    last_accessed_us: I64,
-    recorded_at_us: I64,
-    ids: npt.NDArray[np.str_],
-    mask: Mask,
-    decay: float,
-) -> F64:
-    """The Generative Agents code's recency: ``decay ** i`` for ``i = 1..n`` over the candidates
-    sorted by last access *ascending* — so the oldest-accessed memory gets the highest value.
-
-    Equal access times keep the code's list order, newest-recorded first; then id, so the
-    positions never depend on the order rows arrive in.
-    """
-    out = np.zeros(last_accessed_us.shape[0], dtype=np.float64)
+def ordinal_positions(last_accessed_us: I64, listed_after: Mask, inserted: I64, mask: Mask) -> I64:
+    """Each candidate's 1-based position in the Generative Agents code's recency order (0 outside
+    ``mask``): last access ascending, with a stable sort over the code's candidate list — its
+    event list, then its thought list (``listed_after``), each most recently inserted first
+    (``inserted``: the store keys, which grow with every write). Equal access times are the
+    normal case there (bootstrap memories, one step's perceptions, one retrieval's stamps, every
+    node after a load), so this order decides most positions. Positions are unique."""
+    out = np.zeros(last_accessed_us.shape[0], dtype=np.int64)
     candidates = np.flatnonzero(mask)
-    if candidates.size == 0:
-        return out
-    order = np.lexsort((ids[candidates], -recorded_at_us[candidates], last_accessed_us[candidates]))
-    positions = np.arange(1, candidates.size + 1, dtype=np.float64)
-    out[candidates[order]] = np.power(decay, positions)
+    if candidates.size:
+        order = np.lexsort(
+            (-inserted[candidates], listed_after[candidates], last_accessed_us[candidates])
+        )
+        out[candidates[order]] = np.arange(1, candidates.size + 1, dtype=np.int64)
+    return out
+
+
+def ordinal_recency(positions: I64, decay: float) -> F64:
+    """The code's recency: ``decay ** i`` at position ``i`` (1 = accessed longest ago, so the
+    *oldest*-accessed memory gets the highest value); 0 where the position is 0."""
+    out = np.power(decay, positions.astype(np.float64))
+    out[positions == 0] = 0.0
     return out
 
 

@@ -23,6 +23,7 @@ from chronomem.scoring.components import (
     elapsed_recency,
     fixed_lexical,
     minmax,
+    ordinal_positions,
     ordinal_recency,
 )
 
@@ -41,7 +42,9 @@ class Candidates:
     (the lifecycle factor, DESIGN §2 step 5); ``None`` means 1. ``boost`` is the causal boost in
     [0, 1] fused by ``config.causal`` (DESIGN §2 step 6); ``None`` means no crisis. ``speaker``
     is 1 for records whose speaker the query refers to (``None``: none); relevance gains
-    ``config.speaker_weight`` for them.
+    ``config.speaker_weight`` for them. ``inserted`` (the store keys, growing with every write)
+    and ``listed_after`` (rows of ``config.listed_after`` kinds) place equal access times in
+    ordinal recency; without them, the later recorded comes first.
     """
 
     mask: Mask | None
@@ -54,6 +57,8 @@ class Candidates:
     factor: F64 | None = None
     boost: F64 | None = None
     speaker: F64 | None = None
+    inserted: I64 | None = None
+    listed_after: Mask | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,7 +83,8 @@ class Components:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Scores:
     """The final score per row (``-inf`` outside the candidates) and what is needed to explain
-    any row: raw columns and the normalisation maps."""
+    any row: raw columns and the normalisation maps. ``positions`` (ordinal recency only) is
+    each candidate's place in the reference code's list, which also orders equal scores."""
 
     relevance_mode: RelevanceMode
     config: ScoringConfig
@@ -92,6 +98,7 @@ class Scores:
     norm_recency: Affine
     norm_importance: Affine
     final: F64
+    positions: I64 | None = None
 
     def components(self, row: int) -> Components:
         c, cfg = self.candidates, self.config
@@ -172,11 +179,16 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
     if c.speaker is not None and config.speaker_weight:
         add(c.speaker, w.relevance * config.speaker_weight, IDENTITY)
 
+    positions = None
     if config.recency is RecencyMode.ORDINAL:
         everyone = np.ones(n, dtype=np.bool_) if mask is None else mask
-        recency_raw = ordinal_recency(
-            c.last_accessed_at, c.recorded_at, c.ids, everyone, config.recency_decay
-        )
+        after = np.zeros(n, dtype=np.bool_) if c.listed_after is None else c.listed_after
+        inserted = c.inserted
+        if inserted is None:  # without store keys: the later recorded (then id) as later written
+            inserted = np.empty(n, dtype=np.int64)
+            inserted[np.lexsort((c.ids, c.recorded_at))] = np.arange(n, dtype=np.int64)
+        positions = ordinal_positions(c.last_accessed_at, after, inserted, everyone)
+        recency_raw = ordinal_recency(positions, config.recency_decay)
     else:
         recency_raw = elapsed_recency(
             c.last_accessed_at, as_of_us, config.recency_decay, config.recency_unit // _ONE_US
@@ -217,11 +229,21 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
         norm_recency=norm_recency,
         norm_importance=norm_importance,
         final=final,
+        positions=positions,
     )
 
 
-def rank(final: F64, recorded_at: I64, ids: npt.NDArray[np.str_], k: int) -> Rows:
-    """Row positions of the top ``k`` candidates: final desc, recorded_at desc, id asc.
+def rank(
+    final: F64,
+    recorded_at: I64,
+    ids: npt.NDArray[np.str_],
+    k: int,
+    *,
+    positions: I64 | None = None,
+) -> Rows:
+    """Row positions of the top ``k`` candidates: final desc, recorded_at desc, id asc — or,
+    given ``positions`` (ordinal recency), final desc then position asc, as the reference code's
+    stable sort leaves equal scores.
 
     Rows whose score is ``-inf`` are not candidates. Every row tied with the k-th score takes part
     in the tie-break, so the result does not depend on row order.
@@ -235,5 +257,8 @@ def rank(final: F64, recorded_at: I64, ids: npt.NDArray[np.str_], k: int) -> Row
         candidates = np.flatnonzero(final >= kth) if kth > -np.inf else np.flatnonzero(final > kth)
     else:
         candidates = np.flatnonzero(final > -np.inf)
-    order = np.lexsort((ids[candidates], -recorded_at[candidates], -final[candidates]))
+    if positions is not None:
+        order = np.lexsort((positions[candidates], -final[candidates]))
+    else:
+        order = np.lexsort((ids[candidates], -recorded_at[candidates], -final[candidates]))
     return candidates[order[:k]]

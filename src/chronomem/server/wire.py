@@ -95,7 +95,7 @@ class ReadIn(_In):
 
     agent: str | None = None
     agents: list[str] | None = None
-    k: int = 10
+    k: int | None = None
     as_of: AwareDatetime | None = None
     explain: bool = False
     kinds: list[Kind] | None = None

@@ -66,7 +66,8 @@ class RecordColumns:
     raw vectors (zeros where ``has_embedding`` is false) or is ``None`` when the batch has none;
     ``passages`` each row's raw passage vectors (``None``: the record has none).
     ``valid_until_before`` is the window end a read must use for instants before ``superseded_at``
-    (the current ``valid_until`` for records never closed).
+    (the current ``valid_until`` for records never closed). ``embedding_keys`` holds each row's
+    ``metadata[EMBEDDING_KEY]`` (``None`` when it has none).
     """
 
     pk: I64
@@ -88,6 +89,7 @@ class RecordColumns:
     has_embedding: npt.NDArray[np.bool_]
     embeddings: F32 | None
     passages: list[F32 | None]
+    embedding_keys: list[str | None]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -130,9 +132,9 @@ class MemoryStore(Protocol):
         """Insert records atomically; an id that exists raises ``ConflictError``."""
         ...
 
-    def touch(self, space: str, ids: Sequence[str], at_us: int) -> int:
-        """Set ``last_accessed_at = max(last_accessed_at, at_us)`` for ``ids``; return how many
-        rows changed."""
+    def touch(self, space: str, ids: Sequence[str], at_us: int, *, backwards: bool = False) -> int:
+        """Set ``last_accessed_at = max(last_accessed_at, at_us)`` for ``ids`` (``backwards``:
+        ``= at_us`` even when that is earlier); return how many rows changed."""
         ...
 
     # -- reads ----------------------------------------------------------------------------

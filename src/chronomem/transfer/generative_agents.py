@@ -22,7 +22,7 @@ from typing import Any
 from chronomem.config import PRESETS, ScoringConfig
 from chronomem.errors import InvalidInputError
 from chronomem.model.ids import IdFactory
-from chronomem.model.record import EvidenceStatus, Kind, Record, Weights
+from chronomem.model.record import EMBEDDING_KEY, EvidenceStatus, Kind, Record, Weights
 
 __all__ = ["GAImportPlan", "GAImportReport", "Problem", "find_folder", "plan_import"]
 
@@ -191,6 +191,14 @@ def plan_import(folder: Path, *, agent: str | None, space: str, ids: IdFactory) 
             "the format never stored last_accessed: access times are the creation times",
         )
     )
+    if any(isinstance(n, dict) and n.get("expiration") for n in nodes.values()):
+        problems.append(
+            Problem(
+                None,
+                "expirations kept as metadata ga_expiration, not as validity: the authors' "
+                "retrieval ignores them, so they hide nothing",
+            )
+        )
 
     pending: list[tuple[str, dict[str, Any], list[str]]] = []
     for _, key in numbered:
@@ -277,6 +285,10 @@ def _record(
         if isinstance(node.get("keywords"), list)
         else [],
     }
+    if isinstance(node.get("embedding_key"), str):
+        metadata[EMBEDDING_KEY] = node["embedding_key"]  # the code's idle filter reads it
+    if expiration is not None:
+        metadata["ga_expiration"] = expiration.isoformat()  # the code's retrieval ignores it
     if node_type == "chat" and isinstance(node.get("filling"), list):
         metadata["ga_conversation"] = node["filling"]
     text = str(node.get("description") or node.get("embedding_key")).strip()
@@ -290,7 +302,6 @@ def _record(
         occurred_at=created,
         recorded_at=created,
         last_accessed_at=created,
-        valid_until=expiration if expiration is not None and expiration > created else None,
         metadata=metadata,
         evidence=tuple(plan.node_ids[c] for c in kept),
         depth=depth,

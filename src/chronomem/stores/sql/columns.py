@@ -3,12 +3,14 @@ some agents, or only those changed after a ``change_seq``, and the tombstones of
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from chronomem.errors import StoreError
+from chronomem.model.record import EMBEDDING_KEY
 from chronomem.stores.base import NEVER, SINCE_EVER, RecordColumns
 from chronomem.stores.sql.backend import SQLBackend, marks, passages_from_blob
 
@@ -33,10 +35,11 @@ def load_columns(
         f" COALESCE({us('superseded_at')}, {NEVER}), feedback_score,"
         f" COALESCE(CASE WHEN superseded_at IS NULL THEN {us('valid_until')}"
         f" ELSE {us('valid_until_before')} END, {NEVER}),"
-        f" domain, event_id, embedding, passages FROM records"
+        f" domain, event_id, embedding, passages,"
+        f" CASE WHEN metadata LIKE ? THEN metadata END FROM records"
         f" WHERE space = ? AND agent IN ({marks(len(agents))})"
     )
-    params: list[Any] = [space, *agents]
+    params: list[Any] = [f"%{EMBEDDING_KEY}%", space, *agents]
     if after_seq is None:
         return _columns(db._query(sql + " ORDER BY pk", params), db.location)
     # A few changed rows, found through (space, agent, change_seq) and ordered here: asking the
@@ -64,6 +67,7 @@ def _columns(rows: list[Any], location: str) -> RecordColumns:
             superseded_at=empty_i, feedback_score=np.empty(0, np.float64),
             valid_until_before=empty_i, domains=[], event_ids=[],
             has_embedding=np.empty(0, np.bool_), embeddings=None, passages=[],
+            embedding_keys=[],
         )  # fmt: skip
     cols = list(zip(*rows, strict=True))
     blobs = [None if b is None else bytes(b) for b in cols[16]]
@@ -97,4 +101,11 @@ def _columns(rows: list[Any], location: str) -> RecordColumns:
         has_embedding=has,
         embeddings=embeddings,
         passages=[passages_from_blob(b, dim, location) for b in cols[17]],
+        embedding_keys=[None if m is None else _embedding_key(m) for m in cols[18]],
     )
+
+
+def _embedding_key(metadata: str) -> str | None:
+    """``metadata[EMBEDDING_KEY]`` of a row whose metadata mentions it (few rows do)."""
+    key = json.loads(metadata).get(EMBEDDING_KEY)
+    return key if isinstance(key, str) else None

@@ -173,18 +173,21 @@ def insert_records(db: SQLBackend, space: str, items: Sequence[StoredRecord]) ->
         )
 
 
-def touch(db: SQLBackend, space: str, ids: Sequence[str], at_us: int) -> int:
+def touch(
+    db: SQLBackend, space: str, ids: Sequence[str], at_us: int, *, backwards: bool = False
+) -> int:
     if not ids:
         return 0
     changed = 0
     at = db._bind(at_us)
+    moves = "<>" if backwards else "<"  # backwards: the reference code's stamping
     with db.write():
         seq = bump(db, space)
         for chunk in chunks(list(ids)):
             cur = db._execute(
                 "UPDATE records SET last_accessed_at = ?, change_seq = ?"
                 f" WHERE id IN ({marks(len(chunk))}) AND {db._hint('space')} = ?"
-                " AND last_accessed_at < ?",
+                f" AND last_accessed_at {moves} ?",
                 (at, seq, *chunk, space, at),
             )
             changed += cur.rowcount

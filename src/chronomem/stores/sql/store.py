@@ -247,8 +247,8 @@ class SQLStore:
     def insert_records(self, space: str, items: Sequence[StoredRecord]) -> None:
         records.insert_records(self, space, items)
 
-    def touch(self, space: str, ids: Sequence[str], at_us: int) -> int:
-        return records.touch(self, space, ids, at_us)
+    def touch(self, space: str, ids: Sequence[str], at_us: int, *, backwards: bool = False) -> int:
+        return records.touch(self, space, ids, at_us, backwards=backwards)
 
     def get_records(self, space: str, ids: Sequence[str]) -> list[Record]:
         return records.get_records(self, space, ids)
