@@ -10,7 +10,7 @@ TORCH  := torch==2.13.0
 export CHRONOMEM_TORCH_THREADS ?= 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: demo test check lint chromium screenshots bench bench-speed bench-quality bench-full clean
+.PHONY: demo test check lint chromium screenshots reliability bench bench-speed bench-quality bench-full clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,13 @@ chromium:
 # docs/img/ui-*.png, the web UI's pages on a small scene (docs/ui.md).
 screenshots: $(STAMP) chromium
 	$(PY) docs/screenshots.py
+
+# The reliability suite at full strength (`make test` runs it with CI-sized trial counts): kill -9
+# trials, PostgreSQL restarts, four processes for 30 s, fuzzing, 120 purge layouts; about 15
+# minutes on 2 cores. Its figures go to bench/results/reliability.{md,json}.
+reliability: $(STAMP)
+	$(PY) -m pytest tests/reliability --reliability full \
+		--reliability-report bench/results/reliability.md
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench

@@ -27,6 +27,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="rewrite golden files instead of comparing (review the diff like code)",
     )
+    parser.addoption(
+        "--reliability",
+        choices=("ci", "full"),
+        default="ci",
+        help="how many trials the reliability suite runs (tests/reliability): 'ci' fits the "
+        "CI budget; 'full' is what `make reliability` runs",
+    )
+    parser.addoption(
+        "--reliability-report",
+        metavar="PATH",
+        help="write the reliability suite's figures to PATH (Markdown) and PATH with .json",
+    )
 
 
 class FixedEmbedder:

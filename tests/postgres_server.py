@@ -27,7 +27,7 @@ from glob import glob
 from importlib.util import find_spec
 from pathlib import Path
 
-__all__ = ["Unavailable", "server"]
+__all__ = ["Cluster", "Unavailable", "cluster", "server"]
 
 
 class Unavailable(Exception):
@@ -72,8 +72,45 @@ def _pgserver_binaries(directory: Path) -> Path:
     return bindir
 
 
+class Cluster:
+    """A private PostgreSQL cluster this process started: its URL, and ``stop`` / ``start`` for
+    the tests that take the server away under a live workload."""
+
+    def __init__(self, bindir: Path, directory: Path, run_as: list[str], *, durable: bool) -> None:
+        self.bindir, self.data, self.run_as = bindir, directory / "data", run_as
+        self.log, self.port = directory / "server.log", _free_port()
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        # Thrown away afterwards, so nothing needs to reach the disk; a durable cluster still
+        # acknowledges a commit only once its WAL is written (a stop -m immediate, like a
+        # crash, must not lose it), but skips fsync (the machine does not crash in a test).
+        commit = "" if durable else " -c synchronous_commit=off"
+        self.options = (
+            f"-p {self.port} -k {directory} -c listen_addresses=127.0.0.1 -c fsync=off"
+            f"{commit} -c full_page_writes=off -c max_connections=100"
+        )
+
+    def _run(self, *args: str) -> None:
+        done = subprocess.run([*self.run_as, *args], capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise Unavailable(f"{' '.join(args[:2])} failed: {done.stderr.strip()}")
+
+    def init(self) -> None:
+        self._run(str(self.bindir / "initdb"), "-D", str(self.data), "-U", "postgres",
+                  "-A", "trust", "-E", "UTF8", "--no-sync")  # fmt: skip
+
+    def start(self) -> None:
+        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-o", self.options,
+                  "-l", str(self.log), "-w", "-t", "60", "start")  # fmt: skip
+
+    def stop(self, mode: str = "fast") -> None:
+        """``fast`` (clients disconnected, clean shutdown) or ``immediate`` (like a crash:
+        recovery from the WAL on the next start)."""
+        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop")
+
+
 @contextmanager
-def _cluster(*, pgvector: bool = False) -> Iterator[str]:
+def cluster(*, pgvector: bool = False, durable: bool = False) -> Iterator[Cluster]:
+    """A new cluster on 127.0.0.1, stopped and deleted afterwards."""
     run_as: list[str] = []
     directory = Path(tempfile.mkdtemp(prefix="chronomem-pg-"))
     try:
@@ -86,30 +123,14 @@ def _cluster(*, pgvector: bool = False) -> Iterator[str]:
             for path in (directory, *directory.rglob("*")):
                 os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
             run_as = ["runuser", "-u", "postgres", "--"]
-    except BaseException:
-        shutil.rmtree(directory, ignore_errors=True)
-        raise
-    data, log, port = directory / "data", directory / "server.log", _free_port()
-
-    def run(*args: str) -> None:
-        done = subprocess.run([*run_as, *args], capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            raise Unavailable(f"{' '.join(args[:2])} failed: {done.stderr.strip()}")
-
-    try:
-        run(str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
-            "-E", "UTF8", "--no-sync")  # fmt: skip
-        options = (
-            f"-p {port} -k {directory} -c listen_addresses=127.0.0.1 -c fsync=off"
-            " -c synchronous_commit=off -c full_page_writes=off -c max_connections=100"
-        )
-        run(str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log), "-w",
-            "-t", "60", "start")  # fmt: skip
+        made = Cluster(bindir, directory, run_as, durable=durable)
+        made.init()
+        made.start()
         try:
-            yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+            yield made
         finally:
             with suppress(Unavailable, subprocess.TimeoutExpired):
-                run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
+                made.stop("immediate")
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -128,5 +149,5 @@ def server(*, pgvector: bool = False) -> Iterator[str]:
     if configured:
         yield configured
         return
-    with _cluster(pgvector=pgvector) as url:
-        yield url
+    with cluster(pgvector=pgvector) as made:
+        yield made.url

@@ -27,10 +27,10 @@ def test_public_api_is_pinned() -> None:
         "MigratedSpace", "Normalisation", "NotFoundError", "OpenAICompatibleLLM", "PRESETS",
         "PostgresStore", "Proposal", "Provenance", "ReadOptions", "RecencyMode", "Record",
         "ReflectionConfig", "ReflectionError", "ReflectionResult", "RelevanceMode", "ReviewAction",
-        "ReviewConfig", "SQLiteStore", "ScoringConfig", "ScriptedLLM", "Sensitivity",
-        "SentenceTransformerEmbedder", "ServiceError", "SimClock", "Status", "StoreError",
-        "SystemClock", "Ticks", "VersionConfig", "Weights", "WriteGate", "WriteResult", "migrate",
-        "require_aware", "resolve_preset",
+        "ReviewConfig", "SQLiteStore", "ScoringConfig", "ScriptedLLM", "ScrubResult",
+        "Sensitivity", "SentenceTransformerEmbedder", "ServiceError", "SimClock", "Status",
+        "StoreError", "StoreUnavailableError", "SystemClock", "Ticks", "VersionConfig", "Weights",
+        "WriteGate", "WriteResult", "migrate", "require_aware", "resolve_preset",
     }  # fmt: skip
 
 

@@ -42,6 +42,18 @@ def _count(mem: Memory) -> int:
         ({"text": "x", "sensitivity": "top-secret"}, "sensitivity"),
         ({"text": "x", "tags": "single-string"}, "tags"),
         ({"text": "x", "metadata": {"f": object()}}, "metadata"),
+        ({"text": "nul \x00 byte"}, "text"),
+        ({"text": "lone \ud800 surrogate"}, "text"),
+        ({"text": "x", "agent": "a\x00b"}, "agent"),
+        ({"text": "x", "agent": "\udfff"}, "agent"),
+        ({"text": "x", "domain": "d\x00"}, "domain"),
+        ({"text": "x", "tags": ["ok", "t\ud83d"]}, "tags"),
+        ({"text": "x", "metadata": {"k": ["v\x00"]}}, "metadata"),
+        ({"text": "x", "metadata": {"k\udc80": 1}}, "metadata"),
+        ({"text": "x", "embedding": [True, False, True]}, "embedding"),
+        ({"text": "x", "embedding": ["1", "0", "0"]}, "embedding"),
+        ({"text": "x", "embedding": [10**400, 0, 0]}, "embedding"),
+        ({"text": "x", "evidence": 7}, "evidence"),
         (
             {
                 "text": "x",
@@ -60,6 +72,39 @@ def test_bad_writes_raise_typed_errors_and_write_nothing(
         mem.remember(**kwargs)
     assert err.value.field == field
     assert _count(mem) == 1
+
+
+@pytest.mark.parametrize("items", [None, 5, "abc", {"text": "one record"}, b"bytes"])
+def test_a_batch_that_is_not_a_list_of_items_is_refused(mem: Memory, items: Any) -> None:
+    with pytest.raises(InvalidInputError, match="items must be a list") as err:
+        mem.remember_many(items)
+    assert err.value.field == "items"
+    assert _count(mem) == 0
+
+
+def test_text_that_some_store_cannot_hold_is_refused_everywhere(mem: Memory) -> None:
+    """One text rule at the API edge, the same on every store: no NUL, no lone surrogate."""
+    rid = mem.remember("kept", embedding=[1.0, 0.0, 0.0]).id
+    for bad in ("a\x00b", "a\ud800b"):
+        with pytest.raises(InvalidInputError, match="query"):
+            mem.recall(bad)
+        with pytest.raises(InvalidInputError, match="actor"):
+            mem.verify(rid, actor=bad)
+        with pytest.raises(InvalidInputError, match="reason"):
+            mem.feedback(rid, "helpful", reason=bad)
+        with pytest.raises(InvalidInputError, match="text"):
+            mem.add_event(bad)
+        with pytest.raises(InvalidInputError, match="agents"):
+            mem.peek("kept", agents=[bad])
+    assert mem.audit() == []
+    assert _count(mem) == 1
+
+
+def test_an_unknown_field_in_a_batch_item_is_named(mem: Memory) -> None:
+    with pytest.raises(InvalidInputError, match=r"unknown field.* txt") as err:
+        mem.remember_many([{"text": "x"}, {"txt": "typo"}])
+    assert err.value.field == "txt"
+    assert _count(mem) == 0
 
 
 def test_a_bad_item_in_a_batch_writes_nothing(mem: Memory) -> None:

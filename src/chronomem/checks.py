@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -19,12 +20,17 @@ from chronomem.clock import require_aware
 from chronomem.errors import InvalidInputError
 
 __all__ = [
+    "check_text",
+    "flag",
+    "id_list",
     "metadata_dict",
     "number_in",
     "optional_instant",
     "optional_text",
     "record_items",
     "parse_instant",
+    "path_value",
+    "positive_duration",
     "positive_int",
     "require_id",
     "require_text",
@@ -35,13 +41,34 @@ __all__ = [
 _E = TypeVar("_E", bound=Enum)
 #: chronomem ids: 26 characters of Crockford's base 32 (``chronomem.model.ids``).
 ID_PATTERN = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_text(value: str, name: str) -> str:
+    """``value`` when every character can be stored on every store: no NUL (PostgreSQL refuses
+    it in text) and no lone surrogate (not encodable as UTF-8). The one text rule of the API
+    edge: every string that reaches a store or a model passes here."""
+    if "\x00" in value:
+        raise InvalidInputError(
+            f"{name} must not contain NUL characters (\\x00); got {_preview(value)}", field=name
+        )
+    if _SURROGATE.search(value):
+        raise InvalidInputError(
+            f"{name} contains a lone surrogate (not valid Unicode text); got {_preview(value)}",
+            field=name,
+        )
+    return value
+
+
+def _preview(value: str) -> str:
+    return ascii(value if len(value) <= 40 else value[:37] + "...")
 
 
 def require_text(value: object, name: str) -> str:
-    """A non-empty (not only whitespace) string."""
+    """A non-empty (not only whitespace) string that passes :func:`check_text`."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError(f"{name} must be a non-empty string", field=name)
-    return value
+    return check_text(value, name)
 
 
 def optional_text(value: object, name: str) -> str | None:
@@ -83,14 +110,48 @@ def number_in(
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
-        or not math.isfinite(value)
+        or not (isinstance(value, int) or math.isfinite(value))  # ints are finite (any size)
         or not (low < value if low_open else low <= value)
         or not value <= high
     ):
         bracket = "(" if low_open else "["
         span = what or f"in {bracket}{low:g}, {high:g}]"
         raise InvalidInputError(f"{name} must be a number {span}; got {value!r}", field=name)
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise InvalidInputError(f"{name} is too large; got {value!r}", field=name) from None
+
+
+def flag(value: object, name: str) -> bool:
+    """``True`` or ``False`` itself (a truthy string or number is a slip, not a choice)."""
+    if not isinstance(value, bool):
+        raise InvalidInputError(f"{name} must be true or false; got {value!r}", field=name)
+    return value
+
+
+def path_value(value: object, name: str = "path") -> str | os.PathLike[str]:
+    """A file path: a string or an ``os.PathLike``."""
+    if isinstance(value, str) and value and "\x00" not in value:
+        return value
+    if isinstance(value, os.PathLike) and isinstance(os.fspath(value), str):
+        return value
+    raise InvalidInputError(f"{name} must be a file path; got {value!r}", field=name)
+
+
+def id_list(value: object, name: str) -> tuple[str, ...]:
+    """One id or a non-empty list of them."""
+    items = string_tuple([value] if isinstance(value, str) else value, name)
+    if not items:
+        raise InvalidInputError(f"{name} must name at least one record", field=name)
+    return items
+
+
+def positive_duration(value: object, name: str) -> timedelta:
+    """A ``timedelta`` longer than zero."""
+    if not isinstance(value, timedelta) or value <= timedelta():
+        raise InvalidInputError(f"{name} must be a positive timedelta; got {value!r}", field=name)
+    return value
 
 
 def positive_int(value: object, name: str, *, minimum: int = 1) -> int:
@@ -119,6 +180,8 @@ def string_tuple(value: object, name: str) -> tuple[str, ...]:
     items = tuple(value)
     if not all(isinstance(v, str) and v.strip() for v in items):
         raise InvalidInputError(f"{name} must contain only non-empty strings", field=name)
+    for item in items:
+        check_text(item, name)
     return items
 
 
@@ -131,7 +194,10 @@ def metadata_dict(value: object, name: str = "metadata") -> dict[str, Any]:
     metadata = dict(value)
     try:
         json.dumps(metadata, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        _check_strings(metadata, name)
+    except (TypeError, ValueError, RecursionError) as exc:
+        if isinstance(exc, InvalidInputError):
+            raise
         raise InvalidInputError(f"{name} must be JSON-serialisable: {exc}", field=name) from None
     return metadata
 
@@ -147,8 +213,23 @@ def record_items(items: Iterable[object]) -> list[dict[str, Any]]:
             out.append(dict(item))
         else:
             raise InvalidInputError(
-                f"item {position}: each item must be a text or a mapping of remember fields; "
-                f"got {type(item).__name__}",
+                f"items[{position}] must be a text or a mapping of remember fields; got "
+                f"{type(item).__name__}",
                 field="items",
             )
     return out
+
+
+def _check_strings(value: object, name: str) -> None:
+    """:func:`check_text` on every key and string inside a JSON value."""
+    if isinstance(value, str):
+        check_text(value, name)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):  # JSON would turn it into a string, silently
+                raise InvalidInputError(f"{name} keys must be strings; got {key!r}", field=name)
+            check_text(key, name)
+            _check_strings(item, name)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_strings(item, name)

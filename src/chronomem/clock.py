@@ -49,7 +49,12 @@ def require_aware(value: object, name: str = "instant") -> datetime:
             f"e.g. datetime(..., tzinfo=timezone.utc)",
             field=name,
         )
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise InvalidInputError(
+            f"{name} ({value.isoformat()}) is outside the range of UTC instants", field=name
+        ) from None
 
 
 def to_micros(value: datetime) -> int:

@@ -428,6 +428,8 @@ def resolve_preset(preset: str | ScoringConfig) -> ScoringConfig:
     if isinstance(preset, ScoringConfig):
         return preset
     try:
+        if not isinstance(preset, str):
+            raise KeyError(preset)
         return PRESETS[preset]
     except KeyError:
         known = ", ".join(sorted(PRESETS))

@@ -14,6 +14,7 @@
     │       ├── CauseAfterEffectError  the cause occurred after its effect
     │       └── CausalCycleError       the link would close a cycle (``err.path``)
     ├── StoreError                 the storage backend failed, or the file is incompatible
+    │   └── StoreUnavailableError  the server cannot be reached (after bounded reconnects)
     ├── EmbedderError              the embedder failed or is unavailable
     │   └── EmbedderMismatchError  a store opened with a different embedder than it was built with
     ├── ServiceError               the HTTP service could not be reached or failed (``err.status``)
@@ -107,6 +108,17 @@ class CausalCycleError(CausalLinkError):
 
 class StoreError(ChronomemError):
     """The storage backend failed, or the store is incompatible with this version."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store's server cannot be reached: the connection dropped and reconnecting (with
+    bounded retries) failed, or it dropped inside a transaction. Nothing was written, unless
+    ``err.outcome_unknown``: the connection dropped while committing, so the write may or may
+    not have been applied. The handle stays usable: its next call reconnects."""
+
+    def __init__(self, message: str, *, outcome_unknown: bool = False) -> None:
+        super().__init__(message)
+        self.outcome_unknown = outcome_unknown
 
 
 class EmbedderError(ChronomemError):

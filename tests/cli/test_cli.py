@@ -76,7 +76,7 @@ def test_errors_are_one_line_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFi
     assert "importance" in err
     code, _, err = run(capsys, "import", str(tmp_path / "missing.jsonl"), *common)
     assert code == 1
-    assert "not found" in err
+    assert "no such file" in err
 
 
 def test_naive_times_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -202,5 +202,73 @@ def test_embed_passages_needs_an_embedder(
     common = ("--db", str(tmp_path / "p.db"), "--no-embedder")
     run(capsys, "remember", "user: one sentence. And another one.", *common)
     code, _, err = run(capsys, "embed-passages", *common)
+    assert code == 1
+    assert "needs an embedder" in err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["stats"],
+        ["recall", "lamp"],
+        ["show", "01ABCDEFGHJKMNPQRSTVWXYZ00"],
+        ["history", "01ABCDEFGHJKMNPQRSTVWXYZ00"],
+        ["audit"],
+        ["verify", "01ABCDEFGHJKMNPQRSTVWXYZ00"],
+        ["forget", "01ABCDEFGHJKMNPQRSTVWXYZ00", "--reason", "typo"],
+        ["ancestors", "01ABCDEFGHJKMNPQRSTVWXYZ00"],
+        ["context", "lamp"],
+        ["embed-records"],
+        ["export", "out.jsonl"],
+        ["migrate", "--from", "typo.db", "--to", "copy.db"],
+    ],
+)
+def test_commands_that_do_not_add_to_a_store_create_none(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    common = [] if args[0] == "migrate" else ["--db", "typo.db", "--no-embedder"]
+    code, _, err = run(capsys, *args, *common)
+    assert code == 1
+    assert err.startswith("chronomem: error: no chronomem store at typo.db")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_write_the_gate_refuses_exits_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = ("--db", str(tmp_path / "g.db"), "--no-embedder")
+    code, first, _ = run(capsys, "remember", "Use pnpm", "--kind", "instruction", *common)
+    assert code == 0
+    code, out, _ = run(capsys, "remember", "use  PNPM", "--kind", "instruction", *common)
+    assert code == 3
+    assert (
+        out.strip() == f"not stored: near-duplicate of {first.strip()} (the same normalised text)"
+    )
+    code, out, _ = run(capsys, "remember", "use pnpm", "--kind", "instruction", "--json", *common)
+    assert code == 3
+    assert json.loads(out)["stored"] is False
+
+
+def test_records_without_vectors_need_asking_for_in_a_model_built_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chronomem import Memory
+
+    from ..conftest import FixedEmbedder
+
+    db = str(tmp_path / "model.db")
+    with Memory.open(db, embedder=FixedEmbedder(dim=4, model_id="test/model")) as mem:
+        mem.remember("built with a model")
+    common = ("--db", db, "--no-embedder")
+    code, _, err = run(capsys, "remember", "no vector", *common)
+    assert code == 1
+    assert "never match by meaning" in err
+    code, _, _ = run(capsys, "remember", "no vector", "--allow-missing-vectors", *common)
+    assert code == 0
+    code, _, err = run(capsys, "embed-records", *common)
     assert code == 1
     assert "needs an embedder" in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from chronomem import (
     EvidenceStatus,
     Memory,
     NotFoundError,
+    ScrubResult,
     SimClock,
     WriteGate,
 )
@@ -22,6 +24,13 @@ SECRET = "the staging database password is Tr0ub4dor-and-3-zebras"
 
 def _raw_bytes(db_path: Path) -> bytes:
     return b"".join(p.read_bytes() for p in (db_path, Path(f"{db_path}-wal")) if p.exists())
+
+
+def _ordinary_and_a_secret(mem: Memory) -> str:
+    """Thirty ordinary records, then the secret; its id."""
+    for i in range(30):
+        mem.remember(f"ordinary memory number {i} about the deploy", embedding=unit(1, i, 0))
+    return str(mem.remember(SECRET, sensitivity="secret", embedding=unit(0, 1, 1)).id)
 
 
 def test_forgetting_a_cited_or_chained_record_is_refused(mem: Memory, clock: SimClock) -> None:
@@ -62,9 +71,7 @@ def test_purging_a_secret_leaves_no_trace_and_flags_dependants(
     db_path: Path, clock: SimClock
 ) -> None:
     with Memory.open(db_path, embedder=None, clock=clock) as mem:
-        for i in range(30):
-            mem.remember(f"ordinary memory number {i} about the deploy", embedding=unit(1, i, 0))
-        secret = mem.remember(SECRET, sensitivity="secret", embedding=unit(0, 1, 1)).id
+        secret = _ordinary_and_a_secret(mem)
         insight = mem.remember(
             "staging credentials exist", kind="reflection", evidence=[secret],
             embedding=unit(0, 0, 1),
@@ -90,6 +97,28 @@ def test_purging_a_secret_leaves_no_trace_and_flags_dependants(
         for fragment in (SECRET, "Tr0ub4dor", "tr0ub4dor", "zebras"):
             assert fragment.encode() not in raw, fragment
         assert all("Tr0ub4dor" not in h.record.text for h in mem.peek("Tr0ub4dor", k=50))
+
+
+def test_a_purge_another_process_s_read_holds_back_is_finished_by_scrub(
+    db_path: Path, clock: SimClock
+) -> None:
+    with Memory.open(db_path, embedder=None, clock=clock) as mem:
+        secret = _ordinary_and_a_secret(mem)
+        reader = sqlite3.connect(db_path, isolation_level=None)
+        reader.execute("BEGIN")
+        reader.execute("SELECT COUNT(*) FROM records").fetchall()  # a snapshot held open
+        try:
+            result = mem.forget(secret, "credential leaked")
+            assert not result.scrubbed
+            assert result.remains is not None
+            assert "another process holds a read open" in result.remains
+        finally:
+            reader.execute("ROLLBACK")
+            reader.close()
+        assert mem.scrub() == ScrubResult(scrubbed=True)
+        assert Path(f"{db_path}-wal").stat().st_size == 0
+        for fragment in (SECRET, "Tr0ub4dor", "tr0ub4dor", "zebras"):
+            assert fragment.encode() not in _raw_bytes(db_path), fragment
 
 
 def test_purge_true_also_purges_a_normal_record(db_path: Path, clock: SimClock) -> None:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chronomem import PRESETS, Hit, Memory, SimClock
+from chronomem import PRESETS, Hit, InvalidInputError, Memory, SimClock
 
 from ..conftest import T0, FixedEmbedder, unit
 
@@ -181,7 +181,7 @@ def test_nothing_recorded_after_as_of_is_ever_returned(
                 clock.set(T0 + timedelta(hours=h))
                 mem.remember(f"note {i}", agent=f"a{i % 3}", embedding=unit(1, i % 4, 2))
             as_of = T0 + timedelta(hours=as_of_hour)
-            hits = mem.recall(
+            hits = mem.peek(
                 "note",
                 k=30,
                 as_of=as_of,
@@ -361,3 +361,42 @@ def test_a_write_rolled_back_after_a_read_inside_it_leaves_no_phantom(
     other.remember("second", embedding=unit(0, 1))  # on SQLite: the phantom's key again
     other.close()
     assert {h.record.text for h in mem.peek("q", query_embedding=unit(1, 0))} == {"first", "second"}
+
+
+def test_a_touching_read_after_the_clock_s_now_is_refused_and_touches_nothing(
+    mem: Memory, clock: SimClock
+) -> None:
+    """A touch stamps last_accessed_at = as_of: in the future it would pin recency until then
+    (docs/scoring.md, step 8). The future is the handle's clock's."""
+    rid = mem.remember("the lamp is lit", embedding=unit(1, 0)).id
+    written = clock.now()
+    later = written + timedelta(days=1)
+    for read in (
+        lambda: mem.recall("lamp", as_of=later),
+        lambda: mem.recall_many(["lamp", "lit"], as_of=later),
+        lambda: mem.context("lamp", as_of=later),
+    ):
+        with pytest.raises(InvalidInputError, match="future") as err:
+            read()
+        assert err.value.field == "as_of"
+    assert mem.get(rid).last_accessed_at == written
+    assert [h.record.id for h in mem.peek("lamp", as_of=later)] == [rid]  # no touch: fine
+    assert mem.recall("lamp", as_of=later, touch=False)
+    clock.set(later)  # a simulation moves its clock first
+    mem.recall("lamp", as_of=later)
+    assert mem.get(rid).last_accessed_at == later
+
+
+def test_vectors_whose_squared_length_leaves_float32_still_have_a_direction(mem: Memory) -> None:
+    """Normalisation runs in float64 (arrays.unit_rows): tiny or huge components are valid
+    input and score as their direction, never as NaN."""
+    tiny = mem.remember("tiny", embedding=[1e-22, 0.0, 0.0]).id
+    huge = mem.remember("huge", embedding=[0.0, 3e38, 0.0]).id
+    for query, expected in (([1e-25, 0.0, 0.0], tiny), ([0.0, 1e30, 1e29], huge)):
+        hits = mem.peek("?", query_embedding=query, k=2, explain=True)
+        assert hits[0].record.id == expected
+        assert all(np.isfinite(h.score) for h in hits)
+        assert hits[0].breakdown is not None
+        assert hits[0].breakdown.relevance_dense == pytest.approx(
+            1.0 if expected == tiny else 0.995, abs=0.01
+        )

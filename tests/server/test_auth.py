@@ -73,6 +73,8 @@ CASES = [
     Case("DELETE", "/links/{other}/{event}", Scope.WRITE),
     Case("POST", "/reflections", Scope.WRITE, {"agent": "default"}, allowed=400),
     Case("POST", "/embed-passages", Scope.ADMIN, allowed=400),
+    Case("POST", "/embed-records", Scope.ADMIN, allowed=400),
+    Case("POST", "/scrub", Scope.ADMIN),
     Case("GET", "/review", Scope.WRITE),
     Case("GET", "/review/proposals", Scope.READ),
     Case("POST", "/review/{proposal}/approve", Scope.WRITE),

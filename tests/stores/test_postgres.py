@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import pytest
@@ -106,10 +108,13 @@ def test_purge_deletes_rows_vectors_postings_and_the_documented_vacuum_erases_th
         tombstone = store._query("SELECT * FROM tombstones WHERE record_id = ?", (secret,))
         assert NEEDLE not in repr(tombstone)
         assert all(NEEDLE not in repr(e.to_dict()) for e in mem.audit())
-        # Physically gone from the database's files after the operator's step (docs/storage.md);
-        # the WAL, replicas and backups are the operator's to rotate.
-        store._execute("VACUUM (FULL, ANALYZE) records, postings, tombstones")
-        store._execute("CHECKPOINT")
+        assert "chronomem scrub" in result.remains
+        # Physically gone from the database's files after `chronomem scrub` (docs/storage.md);
+        # the WAL, replicas and backups are the operator's to rotate, and it says so.
+        scrubbed = mem.scrub()
+        assert not scrubbed.scrubbed
+        assert scrubbed.remains is not None
+        assert "WAL segments written before this scrub" in scrubbed.remains
         if directory is not None:
             assert NEEDLE.encode() not in _bytes_in(directory)
         assert [h.record.id for h in mem.peek("lamp", preset="default")] == [keep]
@@ -134,3 +139,27 @@ def test_schemas_in_the_search_path_hold_separate_stores(postgres_url: str) -> N
             " WHERE table_name = 'records' GROUP BY table_schema ORDER BY table_schema"
         ).fetchall()
     assert tables == [("team_a", 1), ("team_b", 1)]
+
+
+def test_scrub_needs_the_owner_of_the_tables(postgres_url: str, clock: SimClock) -> None:
+    """VACUUM only warns when a role may not vacuum a table; scrub turns that into an error."""
+    PostgresStore(postgres_url).close()
+    role = f"chronomem_app_{uuid.uuid4().hex[:8]}"
+    parts = urlsplit(postgres_url)
+    app_url = urlunsplit(parts._replace(netloc=f"{role}:pw@{parts.hostname}:{parts.port}"))
+    owner = PostgresStore(postgres_url)
+    try:
+        with owner.write():
+            owner._execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw'")
+            owner._execute(f"GRANT USAGE ON SCHEMA public TO {role}")
+            owner._execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
+            owner._execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {role}")
+        with Memory.open(app_url, embedder=None, clock=clock) as app:
+            app.forget(app.remember("to purge", embedding=[1.0, 0.0]).id, "test", purge=True)
+            with pytest.raises(StoreError, match="scrub needs the role that owns"):
+                app.scrub()
+    finally:
+        with owner.write():
+            owner._execute(f"DROP OWNED BY {role}")
+            owner._execute(f"DROP ROLE {role}")
+        owner.close()

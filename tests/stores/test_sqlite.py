@@ -63,7 +63,9 @@ def test_a_version_1_store_is_migrated_in_place(db_path: Path) -> None:
     )
     for statement in MIGRATIONS[0].statements:
         conn.execute(statement)
-    conn.execute("INSERT INTO schema_version VALUES (1, 'initial', '2026-01-01')")
+    conn.execute(
+        "INSERT INTO schema_version VALUES (1, ?, '2026-01-01')", (MIGRATIONS[0].description,)
+    )
     conn.commit()
     conn.close()
     with Memory.open(db_path, embedder=None) as mem:

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from chronomem import ConflictError, InvalidInputError, Memory, NotFoundError, SimClock, migrate
+from chronomem import (
+    ConflictError,
+    InvalidInputError,
+    Memory,
+    NotFoundError,
+    SimClock,
+    StoreError,
+    migrate,
+)
 from chronomem.cli.main import main
 
 from ..conftest import T0, FixedEmbedder, unit
@@ -65,7 +73,7 @@ def test_a_target_space_that_holds_anything_is_refused(tmp_path: Path, clock: Si
         migrate(source, target)
     with pytest.raises(NotFoundError, match="no space 'elsewhere'"):
         migrate(source, target, spaces=["elsewhere"])
-    with pytest.raises(NotFoundError, match="no store at"):
+    with pytest.raises(StoreError, match="no chronomem store at"):
         migrate(tmp_path / "typo.db", target)
     assert not (tmp_path / "typo.db").exists()
     with Memory.open(target, embedder=None, clock=clock) as mem:

@@ -27,8 +27,12 @@ if TYPE_CHECKING:
 __all__: list[str] = []
 
 
+#: The exit code of a write the write gate refused (errors exit 1, usage errors 2).
+REFUSED = 3
+
+
 def remember_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, create=True, allow_missing_vectors=args.allow_missing_vectors) as mem:
         result = mem.remember(
             args.text,
             agent=args.agent,
@@ -54,8 +58,8 @@ def remember_command(args: argparse.Namespace, cfg: Settings) -> int:
     elif result.stored:
         print(result.id)
     else:
-        print(f"not stored: {result.reason} (duplicate of {result.duplicate_of})")
-    return 0
+        print(f"not stored: {result.reason}")
+    return 0 if result.stored else REFUSED
 
 
 def recall_command(args: argparse.Namespace, cfg: Settings) -> int:
@@ -94,7 +98,7 @@ def show_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def supersede_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, allow_missing_vectors=args.allow_missing_vectors) as mem:
         fields: dict[str, Any] = {}
         if args.kind:
             fields["kind"] = args.kind
@@ -153,6 +157,16 @@ def forget_command(args: argparse.Namespace, cfg: Settings) -> int:
     return 0
 
 
+def scrub_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        result = mem.scrub()
+    if result.scrubbed:
+        print("scrubbed: no byte of a purged record is left in the store's files")
+    else:
+        print(f"scrubbed what the store can; {result.remains}")
+    return 0
+
+
 def audit_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
         entries = mem.audit(args.id)
@@ -170,7 +184,7 @@ def audit_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def event_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, create=True) as mem:
         event = mem.add_event(
             args.text, occurred_at=args.occurred_at, kind=args.kind, scope=args.scope
         )
@@ -258,8 +272,9 @@ def export_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def import_command(args: argparse.Namespace, cfg: Settings) -> int:
+    allow = args.allow_missing_vectors
     if args.format == "generative-agents":
-        with open_memory(cfg) as mem:
+        with open_memory(cfg, create=True, allow_missing_vectors=allow) as mem:
             if not isinstance(mem, engine_class()):
                 raise ConfigError(
                     "importing a Generative Agents folder reads local files: run it against the "
@@ -268,7 +283,7 @@ def import_command(args: argparse.Namespace, cfg: Settings) -> int:
             ga = mem.import_generative_agents(args.path, agent=args.agent, progress=True)
         print(ga.summary())
         return 0
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, create=True, allow_missing_vectors=allow) as mem:
         report = mem.import_(args.path)
     print(
         f"imported {report.records} records, {report.audit_entries} audit entries, "
@@ -309,6 +324,13 @@ def stats_command(args: argparse.Namespace, cfg: Settings) -> int:
     for agent, kinds in stats["agents"].items():
         detail = ", ".join(f"{k} {n}" for k, n in kinds.items())
         print(f"  {agent}: {detail}")
+    return 0
+
+
+def embed_records_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        done = mem.embed_records(progress=sys.stderr.isatty())
+    print(f"{done} record(s) gained a vector")
     return 0
 
 

@@ -2,7 +2,8 @@
 the entry point (the commands are ``commands.py`` and ``service.py``, rendering ``render.py``).
 
 Configuration is read in exactly one place, :func:`~chronomem.cli.settings.settings`. Every
-``ChronomemError`` becomes a one-line message on stderr and exit code 1; usage errors exit with 2.
+``ChronomemError`` becomes a one-line message on stderr and exit code 1; usage errors exit with 2;
+a write the write gate refused exits with 3.
 """
 
 from __future__ import annotations
@@ -50,6 +51,15 @@ def _signal(text: str) -> str | float:
         ) from None
 
 
+def _missing_vectors_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--allow-missing-vectors",
+        action="store_true",
+        help="with --no-embedder on a store built with a model: store records without a "
+        "vector (lexical only until `chronomem embed-records`) instead of refusing",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -86,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--supersedes", action="append", help="id this record replaces (repeatable)")
     p.add_argument("--sensitivity", default="normal", choices=[s.value for s in Sensitivity])
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    _missing_vectors_flag(p)
     p.set_defaults(func=commands.remember_command)
 
     p = sub.add_parser("recall", parents=[common], help="the best memories for a query")
@@ -127,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", choices=[k.value for k in Kind], help="default: the old record's")
     p.add_argument("--importance", type=float)
     p.add_argument("--valid-from", type=_instant, help="when the replacement applies from")
+    _missing_vectors_flag(p)
     p.set_defaults(func=commands.supersede_command)
 
     p = sub.add_parser("close", parents=[lifecycle], help="close a record without a successor")
@@ -156,6 +168,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reason", required=True)
     p.add_argument("--purge", action="store_true", help="scrub the bytes from the files too")
     p.set_defaults(func=commands.forget_command)
+
+    p = sub.add_parser(
+        "scrub",
+        parents=[common],
+        help="finish erasing purged records from the store's files (PostgreSQL: VACUUM FULL)",
+    )
+    p.set_defaults(func=commands.scrub_command)
 
     p = sub.add_parser("audit", parents=[common], help="the log of lifecycle changes")
     p.add_argument("id", nargs="?", help="only this record's")
@@ -221,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="chronomem JSONL (default) or a Generative Agents persona's associative_memory",
     )
     p.add_argument("--agent", help="generative-agents: import as this agent (default: its name)")
+    _missing_vectors_flag(p)
     p.set_defaults(func=commands.import_command)
 
     p = sub.add_parser(
@@ -240,6 +260,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", parents=[common], help="counts, store and embedder")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.stats_command)
+
+    p = sub.add_parser(
+        "embed-records",
+        parents=[common],
+        help="embed the records written without a vector (e.g. with --allow-missing-vectors)",
+    )
+    p.set_defaults(func=commands.embed_records_command)
 
     p = sub.add_parser(
         "embed-passages",

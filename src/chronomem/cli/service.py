@@ -115,7 +115,7 @@ def mcp_command(args: argparse.Namespace, cfg: Settings) -> int:
             "chronomem mcp works on the store (--db); a service has its own MCP endpoint at "
             "/v1/spaces/{space}/agents/{agent}/mcp"
         )
-    memory = open_memory(cfg)
+    memory = open_memory(cfg, create=True)  # the agent writes to it: like remember, it creates
     assert isinstance(memory, engine_class())
     with memory:
         server = build_server(stdio_binding(memory, args.agent))

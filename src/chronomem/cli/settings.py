@@ -67,9 +67,18 @@ def llm_client(cfg: Settings) -> OpenAICompatibleLLM:
     return OpenAICompatibleLLM(cfg.llm_url, cfg.llm_model, api_key=cfg.llm_api_key)
 
 
-def open_memory(cfg: Settings) -> Memory | Client:
+def open_memory(
+    cfg: Settings,
+    preset: str | None = None,
+    *,
+    create: bool = False,
+    allow_missing_vectors: bool = False,
+) -> Memory | Client:
     """The space the settings name: through the service when ``--server`` (or ``CHRONOMEM_URL``)
-    is set — the model stays loaded there between commands — else the store itself."""
+    is set — the model stays loaded there between commands, and the service decides about
+    creating and vectors — else the store itself. Only commands that add to a store create one
+    (``create``): every other command refuses a location that holds no store, so a mistyped
+    ``--db`` creates nothing."""
     if cfg.server:
         from chronomem.client import Client
 
@@ -81,7 +90,14 @@ def open_memory(cfg: Settings) -> Memory | Client:
         from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
 
         embedder = SentenceTransformerEmbedder(num_threads=cfg.torch_threads)
-    return Memory.open(cfg.db, embedder=embedder, space=cfg.space)
+    return Memory.open(
+        cfg.db,
+        embedder=embedder,
+        space=cfg.space,
+        preset=preset or "default",
+        create=create,
+        allow_missing_vectors=allow_missing_vectors,
+    )
 
 
 def engine_class() -> type[Memory]:

@@ -109,6 +109,8 @@ class _Verbs:
     auto_link = Verb(calls.auto_link)
     reflect = Verb(calls.reflect)
     embed_passages = Verb(calls.embed_passages)
+    embed_records = Verb(calls.embed_records)
+    scrub = Verb(calls.scrub)
     review = Verb(calls.review)
     proposals = Verb(calls.proposals)
     approve = Verb(calls.approve)

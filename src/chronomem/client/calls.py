@@ -27,7 +27,7 @@ from chronomem.client.wire import (
 from chronomem.config import ScoringConfig
 from chronomem.context.block import ContextBlock
 from chronomem.errors import InvalidInputError
-from chronomem.model.audit import AuditEntry, ForgetResult
+from chronomem.model.audit import AuditEntry, ForgetResult, ScrubResult
 from chronomem.model.core import DEFAULT_CORE_LIMIT, CoreBlock
 from chronomem.model.event import Ancestor, Event, EventKind, Link, Provenance
 from chronomem.model.record import Hit, Kind, Record, Sensitivity, WriteResult
@@ -363,6 +363,17 @@ def embed_passages(*, progress: bool = False, batch: int = 512) -> Call[int]:
     """:meth:`chronomem.Memory.embed_passages` (admin; the server embeds in its own batches)."""
     positive_int(batch, "batch")
     return Call("POST", "/embed-passages", reader(int))
+
+
+def embed_records(*, progress: bool = False, batch: int = 512) -> Call[int]:
+    """:meth:`chronomem.Memory.embed_records` (admin; the server embeds in its own batches)."""
+    positive_int(batch, "batch")
+    return Call("POST", "/embed-records", reader(int))
+
+
+def scrub() -> Call[ScrubResult]:
+    """:meth:`chronomem.Memory.scrub` (admin; rewrites the whole store's files, every space's)."""
+    return Call("POST", "/scrub", reader(ScrubResult))
 
 
 # -- review and the access log ------------------------------------------------------------------

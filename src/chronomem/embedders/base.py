@@ -38,11 +38,18 @@ def as_vector(
     Returns it as a contiguous float32 array (the stored form).
     """
     try:
-        vector = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+        given = np.asarray(value)
+    except (TypeError, ValueError, OverflowError) as exc:
         raise InvalidInputError(
             f"{name} must be a sequence of numbers: {exc}", field=name
         ) from None
+    if given.dtype.kind not in "iuf":  # booleans, strings, None and ragged lists are not vectors
+        raise InvalidInputError(
+            f"{name} must be a sequence of numbers; got {type(value).__name__} of "
+            f"{given.dtype.name}",
+            field=name,
+        )
+    vector = given.astype(np.float64)
     if vector.ndim != 1 or vector.size == 0:
         raise InvalidInputError(
             f"{name} must be a non-empty 1-D vector; got shape {vector.shape}", field=name
@@ -53,7 +60,8 @@ def as_vector(
         raise InvalidInputError(
             f"{name} has length {vector.size}; this store's vectors have length {dim}", field=name
         )
-    as32 = vector.astype(np.float32)
+    with np.errstate(over="ignore"):  # an overflow is reported below, as an error
+        as32 = vector.astype(np.float32)
     if not np.any(as32):
         raise InvalidInputError(f"{name} is the zero vector; cosine is undefined", field=name)
     if not np.all(np.isfinite(as32)):

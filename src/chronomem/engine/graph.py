@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from chronomem.arrays import unit_vector
 from chronomem.checks import metadata_dict
 from chronomem.clock import to_micros
 from chronomem.context.block import ContextBlock, TokenCounter, build_block, chain_links
@@ -21,6 +22,7 @@ from chronomem.errors import (
     CausalLinkError,
     CauseAfterEffectError,
     ConfigError,
+    InvalidInputError,
 )
 from chronomem.graph.ancestry import path_between
 from chronomem.model.event import Ancestor, Event, EventKind, Link, Provenance
@@ -74,6 +76,11 @@ def link(
     """Write ``cause -> effect``; an inferred link never replaces an explicit one (which is
     returned unchanged). Refuses a cause that occurred after its effect and a link that would
     close a cycle (:class:`CausalLinkError`), writing nothing."""
+    if cause == effect:
+        raise InvalidInputError(
+            f"effect must differ from cause: an event cannot cause itself ({cause})",
+            field="effect",
+        )
     with h.store.write():
         _check_link(h, h.event(cause), h.event(effect))
         existing = h.store.get_link(h.space, cause, effect)
@@ -144,11 +151,13 @@ def auto_link(
     *,
     now: datetime,
     window: timedelta,
-    threshold: float,
+    threshold: float | None,
     weight_scale: float,
 ) -> list[Link]:
     """Inferred links into ``event_id`` from similar earlier events (see
-    :meth:`Memory.auto_link`)."""
+    :meth:`Memory.auto_link`); ``threshold`` defaults to the preset's for this embedder."""
+    if threshold is None:
+        threshold = h.preset.causal.association_threshold(h.meta.model)
     effect = h.event(event_id)
     earlier = [
         e
@@ -165,13 +174,13 @@ def auto_link(
             f"auto_link needs event vectors; event {effect.id} has none (open the store with an "
             f"embedder, or pass embedding= to add_event)"
         )
-    target = vectors[effect.id] / np.linalg.norm(vectors[effect.id])
+    target = unit_vector(vectors[effect.id])
     made = []
     for cause in earlier:
         vector = vectors.get(cause.id)
         if vector is None:
             continue
-        similarity = float(np.dot(vector / np.linalg.norm(vector), target))
+        similarity = float(np.dot(unit_vector(vector), target))
         if similarity < threshold:
             continue
         try:

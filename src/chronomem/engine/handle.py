@@ -22,6 +22,7 @@ from chronomem.config import ReflectionConfig, ScoringConfig, WriteGate, resolve
 from chronomem.embedders.base import Embedder
 from chronomem.errors import (
     ConfigError,
+    ConflictError,
     EmbedderMismatchError,
     InvalidInputError,
     NotFoundError,
@@ -42,8 +43,10 @@ __all__ = ["Handle", "open_handle"]
 
 @dataclass(slots=True, kw_only=True, eq=False)
 class Handle:
-    """What every verb works with. ``meta`` (the store's model and dimension) changes when the
-    first vector fixes the dimension; everything else is set once."""
+    """What every verb works with. ``meta`` is the model and dimension of this store's vectors:
+    the store's, or, before its first vector, the embedder's (``meta_pending``: the store does
+    not record it yet — opening writes nothing; the first vector records it). It changes when
+    the first vector fixes the dimension; everything else is set once."""
 
     store: MemoryStore
     space: str
@@ -57,6 +60,8 @@ class Handle:
     passages: bool
     meta: EmbeddingMeta
     index: SpaceIndex
+    meta_pending: bool = False
+    allow_missing_vectors: bool = False
     ids: IdFactory = field(default_factory=IdFactory)
     lock: threading.RLock = field(default_factory=threading.RLock)
     closed: bool = False
@@ -70,20 +75,43 @@ class Handle:
         return require_aware(self.clock.now(), "clock.now()")
 
     def fix_dim(self, dim: int) -> None:
-        """The first vector fixes the store's dimension (a second handle adopts the first's)."""
-        if self.meta.dim is not None:
+        """Record the store's model and dimension with its first vector: the embedder's, or the
+        dimension alone for caller-supplied vectors. Another process may have recorded them
+        first; this handle adopts theirs when they match and refuses otherwise."""
+        if self.meta.dim is not None and not self.meta_pending:
             return
-        meta = EmbeddingMeta(model=None, dim=dim)
+        wanted = EmbeddingMeta(model=self.meta.model if self.meta_pending else None, dim=dim)
         try:
-            self.store.set_embedding_meta(meta)
-        except StoreError:  # another process wrote the first vector meanwhile
-            meta = self.store.embedding_meta()
-            if meta.dim != dim:
+            self.store.set_embedding_meta(wanted)
+        except ConflictError:  # another process wrote the first vector meanwhile
+            wanted = self.store.embedding_meta()
+            if self.embedder is not None:
+                _check_embedder(self.store, self.embedder)
+            elif wanted.dim != dim:
                 raise InvalidInputError(
-                    f"this store's vectors have dimension {meta.dim} (another process wrote "
-                    f"first); got {dim}"
+                    f"this store's vectors have dimension {wanted.dim} (another process wrote "
+                    f"first); got {dim}",
+                    field="embedding",
                 ) from None
-        self.adopt(meta)
+        self.meta_pending = False
+        self.adopt(wanted)
+
+    def check_missing_vectors(self, what: str) -> None:
+        """Refuse to write records without vectors (``what`` names them) into a store built
+        with an embedding model when this handle has no embedder: they would silently never
+        match by meaning. ``allow_missing_vectors`` (asked for at open) lets them through."""
+        if self.embedder is None and self.meta.model is not None and not self.allow_missing_vectors:
+            raise InvalidInputError(
+                f"{what} no vector, but this store's records have {self.meta.dim}-d vectors from "
+                f"{self.meta.model!r}: written without one it would never match by meaning. Open "
+                f"the store with that embedder, pass embedding=, or open it with "
+                f"allow_missing_vectors=True and embed such records later with embed_records()",
+                field="embedding",
+            )
+
+    def stored_meta(self) -> EmbeddingMeta:
+        """What the store records (nothing while ``meta_pending``)."""
+        return EmbeddingMeta(model=None, dim=None) if self.meta_pending else self.meta
 
     def adopt(self, meta: EmbeddingMeta) -> None:
         """Take the store's new embedding metadata (after a first vector or an import)."""
@@ -131,18 +159,12 @@ def _default_embedder() -> Embedder:
 
 
 def _check_embedder(store: MemoryStore, embedder: Embedder | None) -> EmbeddingMeta:
-    """The store's embedding metadata, set from ``embedder`` on a store without vectors; a store
-    built with another model or dimension is refused."""
+    """The store's embedding metadata; a store built with another model or dimension than
+    ``embedder`` is refused. Reads only: a store without vectors records the embedder's
+    model with its first vector (:meth:`Handle.fix_dim`)."""
     meta = store.embedding_meta()
-    if embedder is None:
+    if embedder is None or meta.dim is None:
         return meta
-    if meta.dim is None:
-        wanted = EmbeddingMeta(model=embedder.model_id, dim=embedder.dim)
-        try:
-            store.set_embedding_meta(wanted)
-        except StoreError:  # another process set it first; check against theirs
-            return _check_embedder(store, embedder)
-        return wanted
     if meta.model != embedder.model_id or meta.dim != embedder.dim:
         built = (
             f"model {meta.model!r}" if meta.model else "caller-supplied vectors"
@@ -159,6 +181,35 @@ def _check_embedder(store: MemoryStore, embedder: Embedder | None) -> EmbeddingM
     return meta
 
 
+def _check_options(
+    *,
+    embedder: object,
+    write_gate: object,
+    importance: object,
+    llm: object,
+    reflection: object,
+    flags: Mapping[str, object],
+) -> None:
+    """Each option of :meth:`Memory.open` is of its type (a wrong one would fail much later,
+    untyped)."""
+    if embedder != "default" and not (embedder is None or isinstance(embedder, Embedder)):
+        raise ConfigError(
+            f"embedder must be 'default', None or an Embedder (model_id, dim, embed()); "
+            f"got {embedder!r}"
+        )
+    for name, value, kind in (
+        ("write_gate", write_gate, WriteGate),
+        ("importance", importance, ImportanceScorer),
+        ("llm", llm, LLMClient),
+        ("reflection", reflection, ReflectionConfig),
+    ):
+        if value is not None and not isinstance(value, kind):
+            raise ConfigError(f"{name} must be a {kind.__name__}; got {value!r}")
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise ConfigError(f"{name} must be true or false; got {value!r}")
+
+
 def open_handle(
     location: str | os.PathLike[str] | MemoryStore,
     *,
@@ -172,16 +223,28 @@ def open_handle(
     llm: LLMClient | None,
     reflection: ReflectionConfig | None,
     passages: bool,
+    create: bool,
+    allow_missing_vectors: bool,
 ) -> Handle:
     """Open (or create) the store and build the handle (see :meth:`Memory.open`)."""
     config = resolve_preset(preset)
     require_text(space, "space")
     if clock is not None and not isinstance(clock, Clock):
         raise ConfigError(f"clock must have a now() method; got {clock!r}")
+    _check_options(
+        embedder=embedder, write_gate=write_gate, importance=importance, llm=llm,
+        reflection=reflection,
+        flags={"create": create, "allow_missing_vectors": allow_missing_vectors,
+               "passages": passages},
+    )  # fmt: skip
     chosen = _default_embedder() if isinstance(embedder, str) else embedder
-    store = open_store(location, synchronous=synchronous)
+    store = open_store(location, synchronous=synchronous, create=create)
     try:
         meta = _check_embedder(store, chosen)
+        pending = chosen is not None and meta.dim is None
+        if pending:
+            assert chosen is not None
+            meta = EmbeddingMeta(model=chosen.model_id, dim=chosen.dim)
         return Handle(
             store=store,
             space=space,
@@ -192,8 +255,10 @@ def open_handle(
             importance=importance or HeuristicImportance(),
             llm=llm,
             reflection=reflection or ReflectionConfig(),
-            passages=bool(passages),
+            passages=passages,
             meta=meta,
+            meta_pending=pending,
+            allow_missing_vectors=allow_missing_vectors,
             index=SpaceIndex(store, space, meta.dim),
         )
     except BaseException:

@@ -15,9 +15,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from chronomem.checks import (
+    flag,
+    id_list,
     number_in,
     optional_instant,
     optional_text,
+    path_value,
+    positive_duration,
     positive_int,
     require_text,
     to_enum,
@@ -29,7 +33,7 @@ from chronomem.engine.view import MemoryView, Vector
 from chronomem.engine.write import record_fields
 from chronomem.errors import InvalidInputError
 from chronomem.llm.base import LLMClient
-from chronomem.model.audit import ForgetResult
+from chronomem.model.audit import ForgetResult, ScrubResult
 from chronomem.model.core import DEFAULT_CORE_LIMIT, CoreBlock
 from chronomem.model.event import Event, EventKind, Link, Provenance
 from chronomem.model.record import Hit, Kind, Record, Sensitivity, WriteResult
@@ -96,18 +100,25 @@ class Memory(MemoryView):
         position. Items the write gate refuses come back with ``stored=False``.
         """
         batch = write.batch_items(items, {"agent": agent, "kind": kind})
+        actor, progress = optional_text(actor, "actor"), flag(progress, "progress")
         with self._call() as h:
             now = h.now()
             results = write.write(h, batch, now=now, progress=progress, actor=actor)
             reflect.auto_reflect(h, (str(i.get("agent", "default")) for i in batch), now=now)
             return results
 
+    def embed_records(self, *, progress: bool = False, batch: int = 512) -> int:
+        """Embed (with its passages) every record of this space written without a vector,
+        ``batch`` per transaction; returns how many gained one. Every process's arrays pick
+        them up on their next read. Needs the store's embedder."""
+        with self._call() as h:
+            return write.embed_records(h, progress=progress, batch=batch)
+
     def embed_passages(self, *, progress: bool = False, batch: int = 512) -> int:
-        """Backfill passage vectors: embed the sentences of every record of this space that has
-        a vector, several sentences and no passages yet (written before store version 5, with
-        ``passages=False``, or imported without them), ``batch`` records per transaction.
-        Returns how many records gained passages; every process's arrays pick them up on their
-        next read. Needs an embedder."""
+        """Backfill passage vectors: embed the sentences of every record of this space with a
+        vector, several sentences and no passages (written before store version 5, with
+        ``passages=False``, or imported without them), ``batch`` records per transaction;
+        returns how many gained them. Every process's arrays pick them up on their next read."""
         with self._call() as h:
             return write.embed_passages(h, progress=progress, batch=batch)
 
@@ -174,21 +185,16 @@ class Memory(MemoryView):
         Raises:
             NotFoundError: an old id does not exist. ConflictError: one is already closed.
         """
-        ids = [old_ids] if isinstance(old_ids, str) else list(old_ids)
-        if not ids:
-            raise InvalidInputError("supersede needs at least one old record id", field="old_ids")
+        ids = list(id_list(old_ids, "old_ids"))
         fields = record_fields(locals())
+        reason, actor = optional_text(reason, "reason"), optional_text(actor, "actor")
         with self._call() as h:
             return lifecycle.supersede(h, ids, fields, now=h.now(), reason=reason, actor=actor)
 
     def close_record(
-        self,
-        record_id: str,
-        reason: str,
-        *,
-        valid_until: datetime | None = None,
+        self, record_id: str, reason: str, *, valid_until: datetime | None = None,
         actor: str | None = None,
-    ) -> Record:
+    ) -> Record:  # fmt: skip
         """Close a record without a successor: it stopped applying at ``valid_until`` (default
         now). It stays readable by id, in history and in reads of earlier instants; the reason
         is kept on the record and in the audit log. Records citing it are flagged.
@@ -196,35 +202,32 @@ class Memory(MemoryView):
         Raises:
             ConflictError: the record is already closed or superseded.
         """
-        reason = require_text(reason, "reason")
+        reason, actor = require_text(reason, "reason"), optional_text(actor, "actor")
         until = optional_instant(valid_until, "valid_until")
         with self._call() as h:
-            return lifecycle.close_record(
-                h, record_id, now=h.now(), reason=reason, valid_until=until, actor=actor
-            )
+            return lifecycle.close_record(h, record_id, now=h.now(), reason=reason,
+                                          valid_until=until, actor=actor)  # fmt: skip
 
     def verify(
         self, record_id: str, *, actor: str | None = None, reason: str | None = None
     ) -> Record:
         """Confirm the record is still true: ``last_verified_at = now``, which resets its
         staleness decay."""
+        reason, actor = optional_text(reason, "reason"), optional_text(actor, "actor")
         with self._call() as h:
             return lifecycle.verify(h, record_id, now=h.now(), actor=actor, reason=reason)
 
     def feedback(
-        self,
-        record_id: str,
-        signal: str | float,
-        reason: str | None = None,
-        *,
+        self, record_id: str, signal: str | float, reason: str | None = None, *,
         actor: str | None = None,
-    ) -> Record:
+    ) -> Record:  # fmt: skip
         """Rate a record: ``"helpful"`` (+1), ``"harmful"`` (-1) or a number in [-1, 1].
 
         Ratings are appended to the audit log; their sum sets the feedback factor (DESIGN §2
         step 5): a harmful rating ranks the record below an otherwise equal alternative. The
         text never changes.
         """
+        reason, actor = optional_text(reason, "reason"), optional_text(actor, "actor")
         with self._call() as h:
             return lifecycle.feedback(h, record_id, signal, now=h.now(), reason=reason, actor=actor)
 
@@ -233,17 +236,29 @@ class Memory(MemoryView):
     ) -> ForgetResult:
         """Hard-delete a record — for secrets, personal data, and noise nothing depends on.
 
-        A record cited as evidence or in a supersession chain is refused with
-        :class:`DependentsExistError` naming the dependants (close it instead). ``secret`` and
-        ``personal`` records, or ``purge=True``, are purged whatever depends on them: the bytes
-        leave the files and citing records are flagged ``evidence_missing`` (docs/lifecycle.md).
-        The audit log keeps the id and the reason, never the content.
+        A record cited as evidence or in a supersession chain is not deleted:
+        :class:`DependentsExistError` names the dependants (close it instead). Records marked
+        ``secret`` or ``personal``, or ``purge=True``, are purged whatever depends on them: row,
+        vector and postings are deleted (SQLite also rewrites the file and empties its log;
+        PostgreSQL: :meth:`scrub`); records citing it are flagged ``evidence_missing``. The
+        audit log keeps the id and the reason, never the content.
         """
-        reason = require_text(reason, "reason")
+        reason, purge = require_text(reason, "reason"), flag(purge, "purge")
+        actor = optional_text(actor, "actor")
         with self._call() as h:
             return lifecycle.forget(
                 h, record_id, now=h.now(), reason=reason, purge=purge, actor=actor
             )
+
+    def scrub(self) -> ScrubResult:
+        """Finish erasing purged records: rewrite the store's files so no byte of them is left.
+        SQLite: VACUUM and a truncating checkpoint (as every purge does). PostgreSQL: ``VACUUM
+        (FULL, ANALYZE)`` of chronomem's tables — locking them while it runs — and
+        ``CHECKPOINT``, by the tables' owner; ``remains`` names what only the server drops
+        later (WAL, archives, replicas, backups)."""
+        with self._call() as h:
+            remains = h.store.scrub(full=True)
+            return ScrubResult(scrubbed=remains is None, remains=remains)
 
     # -- causal graph (DESIGN §4) ---------------------------------------------------------
     def add_event(
@@ -295,8 +310,8 @@ class Memory(MemoryView):
         """
         chosen = to_enum(Provenance, provenance, "provenance")
         weight = number_in(weight, "weight", 0.0, 1.0, low_open=True)
-        if cause == effect:
-            raise InvalidInputError(f"an event cannot cause itself ({cause})", field="effect")
+        if similarity is not None:
+            similarity = number_in(similarity, "similarity", -1.0, 1.0)
         with self._call() as h:
             return graph.link(
                 h, cause, effect, now=h.now(), weight=weight, provenance=chosen,
@@ -305,6 +320,7 @@ class Memory(MemoryView):
 
     def unlink(self, cause: str, effect: str) -> bool:
         """Remove the link ``cause -> effect``; returns whether there was one."""
+        cause, effect = require_text(cause, "cause"), require_text(effect, "effect")
         with self._call() as h:
             return h.store.delete_link(h.space, cause, effect)
 
@@ -322,17 +338,13 @@ class Memory(MemoryView):
         Raises:
             ConfigError: the events have no vectors (open the store with an embedder).
         """
-        if window <= timedelta():
-            raise InvalidInputError("window must be positive", field="window")
+        window = positive_duration(window, "window")
         weight_scale = number_in(weight_scale, "weight_scale", 0.0, 1.0, low_open=True)
+        if threshold is not None:
+            threshold = number_in(threshold, "threshold", -1.0, 1.0)
         with self._call() as h:
-            limit = (
-                h.preset.causal.association_threshold(h.meta.model)
-                if threshold is None
-                else threshold
-            )
             return graph.auto_link(
-                h, event_id, now=h.now(), window=window, threshold=limit,
+                h, event_id, now=h.now(), window=window, threshold=threshold,
                 weight_scale=weight_scale,
             )  # fmt: skip
 
@@ -354,8 +366,9 @@ class Memory(MemoryView):
         """
         if budget_tokens is not None:
             positive_int(budget_tokens, "budget_tokens")
-        if not (query and query.strip()) and crisis is None:
-            raise InvalidInputError("context needs a query or a crisis", field="query")
+        read.check_queries(["" if query is None else query], None, crisis=crisis is not None)
+        if not callable(count_tokens):
+            raise InvalidInputError("count_tokens must be callable", field="count_tokens")
         options = ReadOptions.from_arguments(locals())
         with self._call() as h:
             return graph.context(
@@ -409,8 +422,7 @@ class Memory(MemoryView):
                                   actor=actor)  # fmt: skip
 
     def reject(self, proposal_id: str, reason: str, *, actor: str | None = None) -> Proposal:
-        """Reject an open proposal, with the reason: it does not come back unless its records
-        change."""
+        """Reject an open proposal, with the reason: it stays away until its records change."""
         reason = require_text(reason, "reason")
         with self._call() as h:
             return review.reject(h, require_text(proposal_id, "proposal_id"), reason=reason,
@@ -420,8 +432,7 @@ class Memory(MemoryView):
         """Turn this space's access log on or off (every process serving the space follows):
         while on, each read records who read which record, when, with which query. Reads stay
         read-only for the memories themselves."""
-        if not isinstance(on, bool):
-            raise InvalidInputError("on must be true or false", field="on")
+        on = flag(on, "on")
         with self._call() as h:
             h.store.set_space_setting(h.space, read.ACCESS_LOG, "on" if on else None)
 
@@ -431,24 +442,15 @@ class Memory(MemoryView):
     ) -> ReflectionResult | None:
         """Reflect if the agent's accumulated importance reached the threshold (the paper: 150);
         otherwise return ``None``."""
-        agent = require_text(agent, "agent")
-        at = optional_instant(as_of, "as_of")
-        with self._call() as h:
-            if not reflect.is_due(h, agent):
+        with self._call() as h:  # the lock is re-entrant: the check and the reflection are one
+            if not reflect.is_due(h, require_text(agent, "agent")):
                 return None
-            return reflect.reflect(
-                h, agent, now=h.now(), llm=llm, as_of=at, touch=None, config=None
-            )
+            return self.reflect(agent, llm=llm, as_of=as_of)
 
     def reflect(
-        self,
-        agent: str,
-        *,
-        llm: LLMClient | None = None,
-        as_of: datetime | None = None,
-        touch: bool | None = None,
-        config: ReflectionConfig | None = None,
-    ) -> ReflectionResult:
+        self, agent: str, *, llm: LLMClient | None = None, as_of: datetime | None = None,
+        touch: bool | None = None, config: ReflectionConfig | None = None,
+    ) -> ReflectionResult:  # fmt: skip
         """Reflect now (Park et al. 2023 §4.2; docs/reflection.md): focal questions about the
         agent's recent records, evidence for each, insights citing it by number — every answer
         validated and retried with the reasons — stored in one transaction as ``reflection``
@@ -480,21 +482,19 @@ class Memory(MemoryView):
             ConflictError: an id in the archive already exists in the store.
             EmbedderMismatchError: the archive's vectors come from another embedder.
         """
+        path = path_value(path)
         with self._call() as h:
             return transfer.import_archive(h, path)
 
     def import_generative_agents(
-        self,
-        persona_dir: str | os.PathLike[str],
-        agent: str | None = None,
-        *,
+        self, persona_dir: str | os.PathLike[str], agent: str | None = None, *,
         progress: bool = False,
-    ) -> GAImportReport:
+    ) -> GAImportReport:  # fmt: skip
         """Import a Generative Agents persona's ``associative_memory/`` folder (the persona
         folder, its ``bootstrap_memory/``, or the folder itself) as ``agent`` (default: the
         scratch file's name), in one transaction; the report lists, by node id, everything that
         could not be carried over exactly. The mapping is in docs/reflection.md.
         """
-        agent = optional_text(agent, "agent")
+        agent, persona_dir = optional_text(agent, "agent"), path_value(persona_dir, "persona_dir")
         with self._call() as h:
             return transfer.import_generative_agents(h, persona_dir, agent, progress=progress)

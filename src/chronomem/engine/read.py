@@ -5,13 +5,12 @@ touches what was returned."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-
-from chronomem.arrays import F32
+from chronomem.arrays import F32, unit_vector
+from chronomem.checks import check_text
 from chronomem.clock import to_micros
 from chronomem.config import RelevanceMode, ScoringConfig, resolve_preset
 from chronomem.embedders.base import as_vector
@@ -35,20 +34,37 @@ def config_of(h: Handle, options: ReadOptions) -> ScoringConfig:
     return h.preset if options.preset is None else resolve_preset(options.preset)
 
 
-def check_queries(queries: Sequence[str], embeddings: Sequence[Any] | None, crisis: bool) -> None:
-    """Each query is a non-empty string, unless it comes with a vector or a crisis."""
-    if isinstance(queries, str):
-        raise InvalidInputError("queries must be a list of strings, not one string")
-    if embeddings is not None and len(embeddings) != len(queries):
-        raise InvalidInputError("query_embeddings must have one vector per query")
-    for i, text in enumerate(queries):
+def check_queries(
+    queries: object, embeddings: object, crisis: bool
+) -> tuple[list[str], list[Any] | None]:
+    """The queries and their optional vectors as lists: each query a non-empty string unless it
+    comes with a vector or a crisis."""
+    if isinstance(queries, str | bytes) or not isinstance(queries, Iterable):
+        raise InvalidInputError("queries must be a list of strings", field="queries")
+    texts = list(queries)
+    vectors = None
+    if embeddings is not None:
+        if isinstance(embeddings, str | bytes) or not isinstance(embeddings, Iterable):
+            raise InvalidInputError(
+                "query_embeddings must be a list of vectors", field="query_embeddings"
+            )
+        vectors = list(embeddings)
+        if len(vectors) != len(texts):
+            raise InvalidInputError(
+                f"query_embeddings must have one vector per query ({len(texts)}); got "
+                f"{len(vectors)}",
+                field="query_embeddings",
+            )
+    for i, text in enumerate(texts):
         if not isinstance(text, str) or (
-            not text.strip() and not crisis and (embeddings is None or embeddings[i] is None)
+            not text.strip() and not crisis and (vectors is None or vectors[i] is None)
         ):
             raise InvalidInputError(
                 "query must be a non-empty string (or come with query_embedding or crisis)",
                 field="query",
             )
+        check_text(text, "query")
+    return texts, vectors
 
 
 def recall_many(
@@ -62,6 +78,15 @@ def recall_many(
     """One list of hits per query (see :meth:`Memory.recall_many`)."""
     config = config_of(h, options)
     at = now if options.as_of is None else options.as_of
+    if options.touch and at > now:
+        # A touch stamps last_accessed_at = as_of: in the future it would pin the record's
+        # recency at its best until then (docs/scoring.md, step 8).
+        raise InvalidInputError(
+            f"a touching read at as_of={at.isoformat()} is after the clock's now "
+            f"({now.isoformat()}) and would stamp last_accessed_at in the future; read with "
+            f"touch=False (peek), or advance the clock",
+            field="as_of",
+        )
     crisis = None
     texts = list(queries)
     if options.crisis is not None:
@@ -130,12 +155,10 @@ def _query_vectors(
     """Unit query vectors: the given ones, else the embedder's in one batch (``None`` when
     relevance is lexical or there is no embedder)."""
     if given is not None:
-        return [None if g is None else _unit(as_vector(g, dim=h.meta.dim, name="query_embedding"))
-                for g in given]  # fmt: skip
+        return [
+            None if g is None else unit_vector(as_vector(g, dim=h.meta.dim, name="query_embedding"))
+            for g in given
+        ]
     if h.embedder is None or config.relevance is RelevanceMode.LEXICAL:
         return [None] * len(texts)
-    return [_unit(v) for v in h.embedder.embed(texts)]
-
-
-def _unit(vector: F32) -> F32:
-    return (vector / np.linalg.norm(vector)).astype(np.float32)
+    return [unit_vector(v) for v in h.embedder.embed(texts)]

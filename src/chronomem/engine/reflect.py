@@ -11,6 +11,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from chronomem.arrays import unit_vector
+from chronomem.checks import flag
 from chronomem.config import ReflectionConfig
 from chronomem.engine import read, write
 from chronomem.engine.handle import Handle
@@ -58,6 +60,12 @@ def reflect(
     client = llm or h.llm
     if client is None:
         raise ConfigError("reflect needs an LLM: pass llm=, or Memory.open(..., llm=...)")
+    if not isinstance(client, LLMClient):
+        raise ConfigError(f"llm must be an LLMClient (with complete()); got {client!r}")
+    if not isinstance(cfg, ReflectionConfig):
+        raise ConfigError(f"config must be a ReflectionConfig; got {cfg!r}")
+    if touch is not None:
+        flag(touch, "touch")
     at = now if as_of is None else as_of
     statements = recent(h.index, h.store, h.space, agent, at, cfg.recent)
     if not statements:
@@ -184,13 +192,11 @@ def _add_support(h: Handle, items: list[dict[str, Any]], cfg: ReflectionConfig) 
         return
     vectors = h.embedder.embed([i["text"] for i in items])
     for item, vector in zip(items, vectors, strict=True):
-        unit = vector / np.linalg.norm(vector)
+        unit = unit_vector(vector)
         support = []
         for cited in item["evidence"]:
             other = h.store.get_embedding(h.space, cited)
-            support.append(
-                None if other is None else round(float(unit @ (other / np.linalg.norm(other))), 4)
-            )
+            support.append(None if other is None else round(float(unit @ unit_vector(other)), 4))
         known = [s for s in support if s is not None]
         item["embedding"] = vector
         item["metadata"]["support"] = support

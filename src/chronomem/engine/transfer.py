@@ -8,11 +8,11 @@ import os
 from collections import Counter
 from dataclasses import replace
 
-import numpy as np
-
 from chronomem.arrays import F32
+from chronomem.embedders.base import as_vector
 from chronomem.engine import write
 from chronomem.engine.handle import Handle
+from chronomem.errors import InvalidInputError
 from chronomem.model.record import Record
 from chronomem.model.transfer import ImportReport
 from chronomem.stores.base import StoredRecord
@@ -32,8 +32,10 @@ def export(h: Handle, path: str | os.PathLike[str]) -> int:
 
 
 def import_archive(h: Handle, path: str | os.PathLike[str]) -> ImportReport:
-    report, meta = import_space(h.store, h.space, h.meta, h.embedder, path)
-    h.adopt(meta)
+    report, meta = import_space(h.store, h.space, h.stored_meta(), h.embedder, path)
+    if meta.dim is not None:  # the store records a model and dimension now
+        h.meta_pending = False
+        h.adopt(meta)
     return report
 
 
@@ -50,6 +52,9 @@ def import_generative_agents(
         for r, v, p in zip(plan.records, vectors, parts, strict=True)
     ]
     accumulated = plan.accumulated_importance or 0.0
+    first = next((v for v in vectors if v is not None), None)
+    if first is not None:
+        h.fix_dim(int(first.shape[0]))
     with h.store.write():
         h.store.insert_records(h.space, items)
         h.store.set_accumulated_importance(h.space, plan.agent, accumulated)
@@ -89,13 +94,26 @@ def _vectors(
         texts = [r.text for r in records]
         wholes, parts = write.embed_texts(h, texts, texts, progress=progress)
         return list(wholes), parts
+    if h.meta.model is not None:
+        # The file's vectors come from an unknown model: never mixed with this store's.
+        h.check_missing_vectors(
+            f"importing {len(records)} record(s) without an embedder gives them"
+        )
+        problems.append(
+            Problem(None, f"no vectors: this store's come from {h.meta.model!r} (embed_records)")
+        )
+        return none, none
     dims = {len(v) for v in given.values()}
     node = [str(r.metadata["ga_node_id"]) for r in records]
     if len(dims) == 1 and (h.meta.dim in (None, *dims)):
         dim = dims.pop()
-        out: list[F32 | None] = [
-            None if n not in given else np.asarray(given[n], dtype=np.float32) for n in node
-        ]
+        out: list[F32 | None] = []
+        for n in node:
+            try:
+                out.append(None if n not in given else as_vector(given[n], dim=dim))
+            except InvalidInputError as exc:
+                problems.append(Problem(n, f"embedding unusable ({exc}); imported without it"))
+                out.append(None)
         if any(v is not None for v in out):
             h.fix_dim(dim)
             problems.append(

@@ -20,12 +20,21 @@ from typing import Any, Literal, Self
 import numpy as np
 import numpy.typing as npt
 
-from chronomem.checks import optional_instant, optional_text, positive_int, require_text, to_enum
+from chronomem.checks import (
+    flag,
+    optional_instant,
+    optional_text,
+    path_value,
+    positive_int,
+    require_text,
+    to_enum,
+)
 from chronomem.clock import Clock
 from chronomem.config import ReflectionConfig, ReviewConfig, ScoringConfig, WriteGate
 from chronomem.embedders.base import Embedder
 from chronomem.engine import browse, core, graph, lifecycle, read, review, transfer
 from chronomem.engine.handle import Handle, open_handle
+from chronomem.errors import ConfigError
 from chronomem.llm.base import LLMClient
 from chronomem.model.audit import AuditEntry
 from chronomem.model.core import CoreBlock
@@ -66,8 +75,15 @@ class MemoryView:
         llm: LLMClient | None = None,
         reflection: ReflectionConfig | None = None,
         passages: bool = True,
+        create: bool = True,
+        allow_missing_vectors: bool = False,
     ) -> Self:
         """Open (or create) a store.
+
+        Opening an existing store at the current schema version writes nothing (and takes no
+        write lock); a new store is created, an older one migrated. A location that is not a
+        chronomem store (another application's SQLite file, a database with tables of
+        chronomem's names) is refused before anything is written to it.
 
         Args:
             location: a file path, ``sqlite:///path``, ``postgresql://...``, or a store object.
@@ -87,16 +103,26 @@ class MemoryView:
                 in passing in a long record matches a question about it (presets with
                 ``passages=True`` take the best of the record's and its passages' cosines).
                 ``False`` embeds each record once (faster writes).
+            create: create the store when the location holds none (the default, for
+                writers); ``False`` raises ``StoreError`` ("no chronomem store at ...")
+                instead — what a read-only caller wants, so a mistyped path creates nothing.
+            allow_missing_vectors: with ``embedder=None`` on a store built with an embedding
+                model, accept records written without a vector (lexical only until
+                :meth:`~chronomem.Memory.embed_records` embeds them); by default such a write
+                is refused, since the record would never match by meaning.
 
         Raises:
             ConfigError: unknown preset, or the default embedder's extra is missing.
             EmbedderMismatchError: the store was built with another embedder.
+            StoreError: the location is not a chronomem store (or holds none and
+                ``create=False``), or it cannot be opened.
         """
         return cls(
             open_handle(
                 location, embedder=embedder, clock=clock, preset=preset, space=space,
                 synchronous=synchronous, write_gate=write_gate, importance=importance, llm=llm,
-                reflection=reflection, passages=passages,
+                reflection=reflection, passages=passages, create=create,
+                allow_missing_vectors=allow_missing_vectors,
             )
         )  # fmt: skip
 
@@ -172,9 +198,9 @@ class MemoryView:
     def _read(
         self, queries: Sequence[str], embeddings: Sequence[Any] | None, options: ReadOptions
     ) -> list[list[Hit]]:
-        read.check_queries(queries, embeddings, crisis=options.crisis is not None)
+        texts, vectors = read.check_queries(queries, embeddings, crisis=options.crisis is not None)
         with self._call() as h:
-            return read.recall_many(h, queries, embeddings, options, now=h.now())
+            return read.recall_many(h, texts, vectors, options, now=h.now())
 
     def get(self, record_id: str) -> Record:
         """The record with this id, whatever its status. Raises :class:`NotFoundError`."""
@@ -202,6 +228,7 @@ class MemoryView:
 
     def audit(self, record_id: str | None = None) -> list[AuditEntry]:
         """The audit log of this space (or of one record), oldest first."""
+        record_id = optional_text(record_id, "record_id")
         with self._call() as h:
             return h.store.audit(h.space, record_id)
 
@@ -249,6 +276,7 @@ class MemoryView:
         """Write this space to a JSONL archive — every record with every field and its raw
         vector, the audit log, events, links and reflection triggers — and return the number of
         records. The file is replaced atomically; the same content gives the same bytes."""
+        path = path_value(path)
         with self._call() as h:
             return transfer.export(h, path)
 
@@ -272,7 +300,8 @@ class MemoryView:
             return browse.records(
                 h, agents=options.agents, domain=optional_text(domain, "domain"),
                 kinds=None if options.kinds is None else frozenset(map(Kind, options.kinds)),
-                include_history=bool(include_history), since=window[0], until=window[1],
+                include_history=flag(include_history, "include_history"), since=window[0],
+                until=window[1],
                 as_of=options.as_of or h.now(), limit=limit, offset=offset,
             )  # fmt: skip
 
@@ -297,8 +326,9 @@ class MemoryView:
         evidence (close?), each with its reasons and figures. The proposals are kept in the
         queue (changing no memory) for :meth:`~chronomem.Memory.approve` or
         :meth:`~chronomem.Memory.reject`; a rejected one stays away until its records change."""
-        who = optional_text(agent, "agent")
-        at = optional_instant(as_of, "as_of")
+        who, at = optional_text(agent, "agent"), optional_instant(as_of, "as_of")
+        if config is not None and not isinstance(config, ReviewConfig):
+            raise ConfigError(f"config must be a ReviewConfig; got {config!r}")
         with self._call() as h:
             return review.review(h, who, as_of=at or h.now(), config=config or ReviewConfig())
 

@@ -4,7 +4,7 @@ near-duplicate gate and the insert in one store transaction."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from chronomem.arrays import F32
-from chronomem.checks import positive_int, record_items
+from chronomem.checks import flag, positive_int, record_items
 from chronomem.clock import to_micros
 from chronomem.engine.handle import Handle
 from chronomem.errors import (
@@ -30,7 +30,14 @@ from chronomem.text import passages
 from chronomem.writing.drafts import REMEMBER_FIELDS, Draft, build_drafts
 from chronomem.writing.gate import find_duplicate, same_batch_duplicate
 
-__all__ = ["batch_items", "embed_passages", "embed_texts", "record_fields", "write"]
+__all__ = [
+    "batch_items",
+    "embed_passages",
+    "embed_records",
+    "embed_texts",
+    "record_fields",
+    "write",
+]
 
 
 def record_fields(arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -47,6 +54,12 @@ def batch_items(
     unknown = set(defaults) - REMEMBER_FIELDS
     if unknown:
         raise InvalidInputError(f"unknown field(s) for remember: {sorted(unknown)}")
+    if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+        raise InvalidInputError(
+            f"items must be a list of texts or mappings of remember fields; got "
+            f"{type(items).__name__} (one record: remember(), or wrap it in a list)",
+            field="items",
+        )
     given = {k: v for k, v in defaults.items() if v is not None}
     return [
         {**given, **{k: v for k, v in item.items() if v is not None}}
@@ -65,7 +78,16 @@ def write(
     after: Callable[[], None] | None = None,
 ) -> list[WriteResult]:
     """Validate, score, embed, then store in one transaction (``after`` runs inside it)."""
-    cited = sorted({e for item in batch for e in item.get("evidence", ())})
+    # Only well-formed citations are looked up; build_drafts reports the others by field.
+    cited = sorted(
+        {
+            e
+            for item in batch
+            if isinstance(evidence := item.get("evidence", ()), list | tuple)
+            for e in evidence
+            if isinstance(e, str)
+        }
+    )
     depths = {r.id: r.depth for r in h.store.get_records(h.space, cited)}
     drafts = build_drafts(batch, now=now, space=h.space, dim=h.meta.dim, ids=h.ids, depths=depths)
     witnessed = sorted({d.record.event_id for d in drafts if d.record.event_id})
@@ -75,6 +97,11 @@ def write(
             raise NotFoundError(
                 f"event {event_id!r} does not exist in space {h.space!r}", event_id=event_id
             )
+    if h.embedder is None:
+        without = [i for i, d in enumerate(drafts) if d.embedding is None]
+        if without:
+            where = "the record has" if len(drafts) == 1 else f"item {without[0]} has"
+            h.check_missing_vectors(where)
     drafts = _score_missing(h, drafts)
     drafts = _embed_missing(h, drafts, progress=progress)
     with h.store.write():
@@ -166,20 +193,46 @@ def embed_texts(
     return vectors[: len(texts)], parts
 
 
+def _backfill(
+    h: Handle, verb: str, batch: int, progress: bool, wanted: Callable[[StoredRecord], bool]
+) -> Iterator[list[tuple[str, str]]]:
+    """The ``(id, text)`` of the space's records a backfill ``verb`` embeds, ``batch`` at a
+    time (read from one snapshot first; each batch is then written in its own transaction)."""
+    positive_int(batch, "batch")
+    flag(progress, "progress")
+    if h.embedder is None:
+        raise ConfigError(f"{verb} needs an embedder (Memory.open(embedder=...))")
+    with h.store.snapshot():
+        todo = [(s.record.id, s.record.text) for s in h.store.iter_records(h.space) if wanted(s)]
+    for start in range(0, len(todo), batch):
+        yield todo[start : start + batch]
+
+
+def embed_records(h: Handle, *, progress: bool, batch: int) -> int:
+    """Embed the records of the space written without a vector (see
+    :meth:`Memory.embed_records`)."""
+    done = 0
+    for chunk in _backfill(h, "embed_records", batch, progress, lambda s: s.embedding is None):
+        texts = [t for _, t in chunk]
+        wholes, parts = embed_texts(h, texts, texts, progress=progress)
+        h.fix_dim(int(wholes.shape[1]))
+        done += h.store.set_embeddings(
+            h.space,
+            [(rid, v, p) for (rid, _), v, p in zip(chunk, wholes, parts, strict=True)],
+        )
+    return done
+
+
 def embed_passages(h: Handle, *, progress: bool, batch: int) -> int:
     """Backfill passage vectors (see :meth:`Memory.embed_passages`)."""
-    positive_int(batch, "batch")
-    if h.embedder is None:
-        raise ConfigError("embed_passages needs an embedder (Memory.open(embedder=...))")
-    with h.store.snapshot():
-        todo = [
-            (s.record.id, s.record.text)
-            for s in h.store.iter_records(h.space)
-            if s.embedding is not None and s.passages is None and passages(s.record.text)
-        ]
     done = 0
-    for start in range(0, len(todo), batch):
-        chunk = todo[start : start + batch]
+    for chunk in _backfill(
+        h,
+        "embed_passages",
+        batch,
+        progress,
+        lambda s: s.embedding is not None and s.passages is None and bool(passages(s.record.text)),
+    ):
         parts = embed_texts(h, [], [t for _, t in chunk], progress=progress, with_passages=True)[1]
         items = [(rid, p) for (rid, _), p in zip(chunk, parts, strict=True) if p is not None]
         h.store.set_passages(h.space, items)
@@ -237,8 +290,7 @@ def _store_drafts(
                 WriteResult(
                     stored=False,
                     id=None,
-                    reason=f"near-duplicate of {duplicate.record_id} "
-                    f"(cosine {duplicate.similarity:.3f} >= {threshold})",
+                    reason=duplicate.reason(threshold),
                     duplicate_of=duplicate.record_id,
                 )
             )

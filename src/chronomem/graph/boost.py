@@ -15,7 +15,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from chronomem.arrays import F32, F64, I64, Rows
+from chronomem.arrays import F32, F64, I64, Rows, unit_rows, unit_vector
 
 __all__ = ["Association", "Boost", "CausalEvent", "association", "causal_boost", "event_matrix"]
 
@@ -63,12 +63,6 @@ class Boost:
         return int(np.argmax(self.parts[part][row - int(self.offsets[part])]))
 
 
-def _unit(vectors: F32) -> F32:
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    out: F32 = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
-    return out
-
-
 def event_matrix(events: list[CausalEvent]) -> F32 | None:
     """The events' unit vectors as a ``(dim, m)`` matrix (zero columns for events without a
     vector), or ``None`` when no event has one or their dimensions disagree."""
@@ -79,7 +73,7 @@ def event_matrix(events: list[CausalEvent]) -> F32 | None:
     for j, e in enumerate(events):
         if e.vector is not None:
             raw[j] = e.vector
-    return np.ascontiguousarray(_unit(raw).T)
+    return np.ascontiguousarray(unit_rows(raw).T)
 
 
 def causal_boost(
@@ -132,8 +126,7 @@ def association(
         return 1.0, Association.WITNESS
     if vector is None or event.vector is None or vector.shape != event.vector.shape:
         return 0.0, None
-    norm = float(np.linalg.norm(vector) * np.linalg.norm(event.vector))
-    cosine = float(np.dot(vector, event.vector)) / norm if norm else 0.0
+    cosine = float(np.dot(unit_vector(vector), unit_vector(event.vector)))
     if cosine < threshold:
         return 0.0, None
     return min(1.0, cosine / full), Association.COSINE

@@ -1,6 +1,6 @@
 """Value types of chronomem: records, write results, hits and their breakdowns."""
 
-from chronomem.model.audit import AuditEntry, ForgetResult
+from chronomem.model.audit import AuditEntry, ForgetResult, ScrubResult
 from chronomem.model.event import Ancestor, Event, EventKind, Link, Provenance
 from chronomem.model.ids import IdFactory, id_instant
 from chronomem.model.record import (
@@ -33,6 +33,7 @@ __all__ = [
     "Link",
     "Provenance",
     "Record",
+    "ScrubResult",
     "Sensitivity",
     "Status",
     "Weights",

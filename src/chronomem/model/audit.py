@@ -9,7 +9,7 @@ from typing import Any
 
 from chronomem.model.record import Status
 
-__all__ = ["AuditEntry", "Closure", "ForgetResult"]
+__all__ = ["AuditEntry", "Closure", "ForgetResult", "ScrubResult"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +52,17 @@ class ForgetResult:
     purged: bool
     flagged: tuple[str, ...] = ()
     scrubbed: bool = True
+    remains: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScrubResult:
+    """What ``scrub`` did: ``scrubbed`` when no byte of a purged record is left in the store's
+    files; otherwise ``remains`` says where copies may still be and what removes them
+    (PostgreSQL: WAL segments until the server recycles them, WAL archives, replicas and
+    backups)."""
+
+    scrubbed: bool
     remains: str | None = None
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from chronomem.arrays import F32, Rows
+from chronomem.arrays import F32, Rows, unit_rows
 from chronomem.errors import StoreError
 from chronomem.model.record import Kind
 from chronomem.stores.base import NEVER, SINCE_EVER, MemoryStore, RecordColumns
@@ -43,13 +43,6 @@ _ID_DTYPE = np.dtype("<U26")
 def domain_key(domain: str | None) -> int:
     """The hash :meth:`AgentArrays.domain_keys` holds for ``domain`` (0 for none)."""
     return 0 if domain is None else dedup_key("\x00" + domain)
-
-
-def _unit_rows(vectors: F32) -> F32:
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    np.maximum(norms, np.float32(1e-30), out=norms)
-    out: F32 = (vectors / norms).astype(np.float32, copy=False)
-    return out
 
 
 class AgentArrays:
@@ -150,7 +143,7 @@ class AgentArrays:
         if cols.embeddings is not None:
             self.set_dim(cols.embeddings.shape[1])
             assert self.emb is not None
-            self.emb[at] = _unit_rows(cols.embeddings[rows])
+            self.emb[at] = unit_rows(cols.embeddings[rows])
 
     def _append_passages(self, cols: RecordColumns, rows: Rows, start: int) -> None:
         mats = [(start + k, cols.passages[i]) for k, i in enumerate(rows.tolist())]
@@ -171,7 +164,7 @@ class AgentArrays:
                 owner[: self.pn] = self.powner[: self.pn]
             self.pemb, self.powner = pemb, owner
         end = self.pn + new
-        self.pemb[self.pn : end] = _unit_rows(np.concatenate([m for _, m in mats]))
+        self.pemb[self.pn : end] = unit_rows(np.concatenate([m for _, m in mats]))
         self.powner[self.pn : end] = np.repeat([o for o, _ in mats], [m.shape[0] for _, m in mats])
         self.has_passages[[o for o, _ in mats]] = True
         if self.pn and np.any(np.diff(self.powner[self.pn - 1 : end]) < 0):  # owners ascend

@@ -6,23 +6,24 @@ fails with :class:`~chronomem.errors.InvalidInputError` naming it, wherever the 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from chronomem.checks import optional_instant, optional_text, positive_int, string_tuple, to_enum
+from chronomem.checks import (
+    flag,
+    optional_instant,
+    optional_text,
+    positive_int,
+    string_tuple,
+    to_enum,
+)
 from chronomem.config import ScoringConfig, resolve_preset
 from chronomem.errors import InvalidInputError
 from chronomem.model.record import Kind
 
 __all__ = ["ReadOptions"]
-
-
-def _flag(value: object, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidInputError(f"{name} must be true or false; got {value!r}", field=name)
-    return value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,11 +74,11 @@ class ReadOptions:
         put(self, "as_of", optional_instant(self.as_of, "as_of"))
         put(self, "valid_at", optional_instant(self.valid_at, "valid_at"))
         for name in ("touch", "explain", "include_history"):
-            _flag(getattr(self, name), name)
+            flag(getattr(self, name), name)
         if self.sequential is not None:
-            _flag(self.sequential, "sequential")
+            flag(self.sequential, "sequential")
         if self.kinds is not None:
-            if isinstance(self.kinds, str):
+            if isinstance(self.kinds, str | bytes) or not isinstance(self.kinds, Iterable):
                 raise InvalidInputError("kinds must be a list of kinds", field="kinds")
             put(self, "kinds", frozenset(to_enum(Kind, x, "kinds") for x in self.kinds))
         if self.preset is not None:

@@ -201,6 +201,12 @@ class MemoryStore(Protocol):
         ``change_seq`` so every process's arrays pick them up."""
         ...
 
+    def set_embeddings(self, space: str, items: Sequence[tuple[str, F32, F32 | None]]) -> int:
+        """Give records written without a vector ``(id, vector, passages or None)``, in one
+        transaction; records that have a vector meanwhile are left alone. Returns how many
+        changed."""
+        ...
+
     def add_feedback(self, space: str, record_id: str, signal: float) -> float:
         """Add a rating to the record's summed score and return the new score (the rating itself
         is logged by the caller in the audit log)."""
@@ -216,10 +222,13 @@ class MemoryStore(Protocol):
         for other processes' arrays. ``purge`` says the caller will :meth:`scrub` next."""
         ...
 
-    def scrub(self) -> str | None:
-        """After a purge committed, erase what the store can of the deleted bytes (SQLite: move
-        every page out of the write-ahead log and truncate it). Returns ``None`` when nothing is
-        left, else where the bytes may remain and what completes the erasure."""
+    def scrub(self, *, full: bool = False) -> str | None:
+        """After a purge committed, erase what the store can of the deleted bytes. Called after
+        every purge with ``full=False`` (SQLite: rewrite the file and empty the write-ahead
+        log; a server store does nothing that would lock its tables), and by
+        :meth:`Memory.scrub <chronomem.Memory.scrub>` with ``full=True`` (PostgreSQL: rewrite
+        chronomem's tables). Returns ``None`` when no byte is left in the store's files, else
+        where copies may remain and what completes the erasure."""
         ...
 
     def flag_evidence(self, space: str, cited_ids: Sequence[str], status: str) -> list[str]:

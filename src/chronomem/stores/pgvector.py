@@ -100,6 +100,12 @@ class VectorIndex:
 
     def _setup(self, *, required: bool) -> None:
         store = self._store
+        if not self._server_has_vector():  # decided without the schema lock
+            self.reason = "the server has no pgvector extension"
+            self._copy_refused = True  # no copy can appear: skip the check on every write
+            if required:
+                raise StoreError(f"{store.location}: vector_index='require' but {self.reason}")
+            return
         with store.write():
             store._lock_schema()
             row = store._execute(

@@ -15,6 +15,7 @@ operator must do.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import uuid
 from collections.abc import Iterator, Sequence
@@ -29,7 +30,7 @@ from chronomem.clock import from_micros, to_micros
 from chronomem.errors import ConfigError, StoreError
 from chronomem.stores.pgvector import VectorIndex
 from chronomem.stores.postgres_schema import PG_MIGRATIONS
-from chronomem.stores.sql import Cursor, SQLStore
+from chronomem.stores.sql import Cursor, SQLStore, migrations
 
 __all__ = ["PostgresStore", "redact", "scratch_database"]
 
@@ -39,6 +40,8 @@ _TABLES = (
     "agents", "spaces", "store_meta", "schema_version", "api_keys", "space_clocks",
     "review_proposals", "access_log", "space_settings",
 )  # fmt: skip
+#: The tables a purge deletes from (ann_vectors only when pgvector keeps the copy).
+_PURGED = ("records", "postings", "tombstones", "ann_vectors")
 _SCHEMA_LOCK = 7_349_101  # pg_advisory_xact_lock key: one process migrates at a time
 
 
@@ -80,6 +83,12 @@ def scratch_database(url: str, *, prefix: str = "chronomem_scratch") -> Iterator
 class PostgresStore(SQLStore):
     """A :class:`~chronomem.stores.base.MemoryStore` on a PostgreSQL server.
 
+    The connection survives the server: when it drops (a restart, a failover, the network),
+    the next call reconnects, retrying with backoff for up to ``reconnect_timeout_s``; a call
+    that cannot reach the server in that time, or whose transaction the drop cut short, raises
+    :class:`~chronomem.errors.StoreUnavailableError` (nothing written, unless it says the
+    commit's outcome is unknown) and the handle stays usable.
+
     Args:
         url: ``postgresql://user[:password]@host[:port]/database``.
         connect_timeout_s: how long to wait for the server.
@@ -90,6 +99,9 @@ class PostgresStore(SQLStore):
             agents it reads) is at least this large.
         preselect_candidates: how many nearest records pgvector pre-selects (at least 4 × k,
             at most 1,000).
+        reconnect_timeout_s: how long a call keeps reconnecting to a lost server.
+        create: create chronomem's tables when the database (its search path) has none (the
+            default); ``False`` refuses with "no chronomem store in ..." instead.
     """
 
     migrations = PG_MIGRATIONS
@@ -104,20 +116,22 @@ class PostgresStore(SQLStore):
         vector_index: str = "auto",
         preselect_min_records: int = 200_000,
         preselect_candidates: int = 400,
+        reconnect_timeout_s: float = 15,
+        create: bool = True,
     ) -> None:
         super().__init__()
         psycopg = _psycopg_module()
         self._psycopg = psycopg
         self.url = url
         self.location = redact(url)
+        self.connect_timeout_s = connect_timeout_s
+        self.reconnect_timeout_s = reconnect_timeout_s
         try:
-            self._conn = psycopg.connect(
-                url, autocommit=True, connect_timeout=max(1, int(connect_timeout_s))
-            )
-            self._conn.execute("SET TIME ZONE 'UTC'")
+            self._conn = self._connect()
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to {self.location}: {exc}") from exc
         try:
+            self._recognise(create=create)
             self._migrate()
             self.vectors = VectorIndex(
                 self,
@@ -128,6 +142,57 @@ class PostgresStore(SQLStore):
         except BaseException:
             self._conn.close()
             raise
+
+    def _connect(self) -> Any:
+        conn = self._psycopg.connect(
+            self.url, autocommit=True, connect_timeout=max(1, int(self.connect_timeout_s))
+        )
+        try:
+            conn.execute("SET TIME ZONE 'UTC'")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    # -- connection recovery -----------------------------------------------------------------
+    def _is_disconnect(self, exc: Exception) -> bool:
+        # An operational error after which the connection is unusable, or a failed connect.
+        return isinstance(exc, self._psycopg.OperationalError) and (
+            self._conn.closed or self._conn.broken
+        )
+
+    def _needs_reconnect(self) -> bool:
+        return bool(self._conn.closed or self._conn.broken)
+
+    def _reconnect(self) -> None:
+        with contextlib.suppress(Exception):
+            self._conn.close()
+        self._conn = self._connect()
+
+    # -- schema --------------------------------------------------------------------------------
+    def _recognise(self, *, create: bool) -> None:
+        """Refuse a database whose tables in the search path are not chronomem's (a
+        ``schema_version`` another tool wrote, or tables of chronomem's names without one),
+        and, unless ``create``, one that holds no chronomem store."""
+        if self._has_table("schema_version"):
+            if not migrations.is_chronomem(self, PG_MIGRATIONS):
+                raise StoreError(
+                    f"{self.location} is not a chronomem store: its schema_version table was "
+                    f"written by another tool; refusing to add chronomem's tables to it"
+                )
+            return
+        taken = [t for t in _TABLES if t != "ann_vectors" and self._has_table(t)]
+        if taken:
+            raise StoreError(
+                f"{self.location} is not a chronomem store but holds tables named like "
+                f"chronomem's ({', '.join(taken)}); refusing to add chronomem's tables to it "
+                f"(use another database or schema: ?options=-csearch_path%3Dname)"
+            )
+        if not create:
+            raise StoreError(
+                f"no chronomem store in {self.location} (nothing is created by a read; write "
+                f"to it first, or open with create=True)"
+            )
 
     # -- the backend -------------------------------------------------------------------------
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
@@ -159,13 +224,16 @@ class PostgresStore(SQLStore):
 
     def _has_table(self, name: str) -> bool:
         # As the search path resolves it, like every statement here.
-        return bool(self._execute("SELECT to_regclass(?) IS NOT NULL", (name,)).fetchone()[0])
+        return bool(self._query("SELECT to_regclass(?) IS NOT NULL", (name,))[0][0])
 
     def _lock_schema(self) -> None:
         """In a write transaction: wait until no other process changes the schema."""
         self._execute(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
 
     def _migrate(self) -> None:
+        # Nothing to do is the common case: decided without the schema lock or a write.
+        if migrations.is_current(self, self.migrations, has_table=self._has_table):
+            return
         with self.write():
             self._lock_schema()
             super()._migrate()
@@ -192,15 +260,68 @@ class PostgresStore(SQLStore):
             self._conn.close()
 
     # -- purge -------------------------------------------------------------------------------
-    def scrub(self) -> str | None:
+    def scrub(self, *, full: bool = False) -> str | None:
         # Rows are gone for every reader once the purge committed; their bytes are not: MVCC
-        # leaves dead row versions in table and index pages until VACUUM reuses the space, and
-        # the WAL, its archive, replicas and backups keep copies. Only the operator can erase
-        # those (docs/storage.md); VACUUM FULL from here would lock the tables for every process.
-        return (
-            "PostgreSQL keeps dead row versions until VACUUM FULL records, postings and copies in "
-            "its WAL, replicas and backups until they rotate; see docs/storage.md"
+        # leaves dead row versions in table and index pages until they are rewritten, and the
+        # WAL, its archive, replicas and backups keep copies. After every purge nothing is run
+        # (VACUUM FULL locks the tables for every process); Memory.scrub() runs it.
+        if not full:
+            return (
+                "PostgreSQL keeps the purged bytes in dead row versions until `chronomem scrub` "
+                "(Memory.scrub(): VACUUM FULL of chronomem's tables, which locks them while it "
+                "runs) and in its WAL, WAL archives, replicas and backups until they rotate; "
+                "see docs/storage.md"
+            )
+        tables = [t for t in _PURGED if self._has_table(t)]
+        skipped = self._vacuum(f"VACUUM (FULL, ANALYZE) {', '.join(tables)}")
+        if skipped:
+            raise StoreError(
+                f"{self.location}: scrub needs the role that owns chronomem's tables "
+                f"(VACUUM FULL skipped: {'; '.join(skipped)})"
+            )
+        notes = []
+        # ANALYZE wrote new statistics; the old ones (which may hold sampled values of the
+        # purged text) are dead rows of pg_statistic until it is rewritten too.
+        if self._vacuum("VACUUM FULL pg_catalog.pg_statistic"):
+            notes.append(
+                "old planner statistics (pg_statistic) until autovacuum or a superuser's VACUUM "
+                "FULL pg_statistic"
+            )
+        try:
+            self._retrying(lambda: self._execute("CHECKPOINT"), "checkpoint")
+        except self._psycopg.errors.InsufficientPrivilege:
+            notes.append(
+                "the data files until the server's next checkpoint (this role may not run "
+                "CHECKPOINT)"
+            )
+        except self._psycopg.Error as exc:
+            raise self._translate(exc, "checkpoint") from exc
+        notes.append(
+            "WAL segments written before this scrub, until the server recycles them after "
+            "later checkpoints (wal_keep_size, replication slots and archive_command can hold "
+            "them longer), plus WAL archives, streaming replicas and base backups: only "
+            "recycling, expiry or deleting them removes those copies"
         )
+        return "the tables are rewritten; copies remain in " + "; ".join(notes)
+
+    def _vacuum(self, statement: str) -> list[str]:
+        """Run a VACUUM and return what it skipped (it warns instead of failing when this role
+        may not vacuum a table)."""
+        notices: list[str] = []
+
+        def collect(diagnostic: Any) -> None:
+            notices.append(str(diagnostic.message_primary or ""))
+
+        with self._lock:
+            self._retrying(lambda: None, "vacuum")  # reconnect first: the handler is per link
+            self._conn.add_notice_handler(collect)
+            try:
+                self._execute(statement)
+            except self._psycopg.Error as exc:
+                raise self._translate(exc, "scrub") from exc
+            finally:
+                self._conn.remove_notice_handler(collect)
+        return [n for n in notices if "skipping" in n]
 
     def _bytes_on_disk(self) -> int:
         # Tables, their indexes and TOAST, as the search path resolves them.

@@ -17,22 +17,34 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from chronomem.errors import StoreError
-from chronomem.stores.sql import Cursor, SQLStore
-from chronomem.stores.sqlite_schema import MIGRATIONS
+from chronomem.errors import ConfigError, StoreError
+from chronomem.stores.sql import Cursor, SQLStore, migrations
+from chronomem.stores.sqlite_schema import APPLICATION_ID, MIGRATIONS
 
-__all__ = ["SQLiteStore"]
+__all__ = ["APPLICATION_ID", "SQLiteStore"]
+
+
+_MAGIC = b"SQLite format 3\x00"
+_CHECKPOINT_WAIT_MS = 2000  # how long a purge waits for other processes' reads to end
 
 
 class SQLiteStore(SQLStore):
     """A :class:`~chronomem.stores.base.MemoryStore` over one SQLite file.
 
+    Opening writes nothing when the file is a chronomem store at the current schema version
+    (no write lock either, so it never waits for another process's long write); a new or
+    older store is created or migrated in one write transaction. A file that is not a
+    chronomem store — not SQLite, another application's database (``application_id``), or a
+    SQLite database holding other tables — is refused before anything is written to it.
+
     Args:
-        path: the database file; created (with its schema) when missing. ``":memory:"`` gives
-            a private in-memory database (for experiments; nothing is durable).
+        path: the database file. ``":memory:"`` gives a private in-memory database (for
+            experiments; nothing is durable).
         synchronous: ``"FULL"`` (default: durable across power loss) or ``"NORMAL"`` (durable
             across a killed process; faster writes).
         busy_timeout_s: how long a writer waits for another process's transaction.
+        create: create the store when the file is missing or empty (the default); ``False``
+            refuses with "no chronomem store at ..." instead (what read commands want).
     """
 
     migrations = MIGRATIONS
@@ -40,28 +52,78 @@ class SQLiteStore(SQLStore):
     _begin_read = "BEGIN"
 
     def __init__(
-        self, path: str | os.PathLike[str], *, synchronous: str = "FULL", busy_timeout_s: float = 30
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: str = "FULL",
+        busy_timeout_s: float = 30,
+        create: bool = True,
     ) -> None:
         super().__init__()
-        if synchronous.upper() not in {"FULL", "NORMAL", "EXTRA"}:
-            raise StoreError(f"synchronous must be FULL, NORMAL or EXTRA; got {synchronous!r}")
+        if str(synchronous).upper() not in {"FULL", "NORMAL", "EXTRA"}:
+            raise ConfigError(f"synchronous must be FULL, NORMAL or EXTRA; got {synchronous!r}")
         self.path = Path(path)
         self.location = str(self.path)
+        self._busy_timeout_ms = int(busy_timeout_s * 1000)
+        in_memory = self.location == ":memory:"
+        if not in_memory:
+            _check_file(self.path, create=create)
         try:
+            target = self.location if in_memory else self.path.absolute().as_uri()
+            mode = "" if in_memory else ("?mode=rwc" if create else "?mode=rw")
             self._conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_s
+                target + mode,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=busy_timeout_s,
+                uri=not in_memory,
             )
-            mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            in_memory = self.location == ":memory:"
-            if str(mode).lower() != ("memory" if in_memory else "wal"):
-                raise StoreError(f"{self.path}: could not switch to WAL mode (got {mode})")
-            self._conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite store at {self.path}: {exc}") from exc
+        try:
+            self._prepare(synchronous.upper(), create=create, in_memory=in_memory)
+            self._migrate()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _prepare(self, synchronous: str, *, create: bool, in_memory: bool) -> None:
+        """Recognise the file, then set the connection up (WAL only when it is not yet)."""
+        try:
+            application_id = self._conn.execute("PRAGMA application_id").fetchone()[0]
+            tables = [
+                r[0]
+                for r in self._conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'"
+                    " AND name NOT LIKE 'sqlite%' ORDER BY name"
+                ).fetchall()
+            ]
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"{self.path} is not a chronomem store (not a SQLite database: {exc})"
+            ) from exc
+        _check_application(self.path, application_id)
+        if application_id == 0 and tables and not migrations.is_chronomem(self, MIGRATIONS):
+            shown = ", ".join(tables[:8]) + (", ..." if len(tables) > 8 else "")
+            raise StoreError(
+                f"{self.path} is not a chronomem store: it is a SQLite database holding other "
+                f"tables ({shown}); refusing to add chronomem's tables to it"
+            )
+        if not tables and not create:
+            raise StoreError(f"no chronomem store at {self.path} (an empty SQLite database)")
+        try:
+            journal = str(self._conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+            if journal != ("memory" if in_memory else "wal"):
+                journal = str(self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower()
+            if journal != ("memory" if in_memory else "wal"):
+                raise StoreError(f"{self.path}: could not switch to WAL mode (got {journal})")
+            self._conn.execute(f"PRAGMA synchronous={synchronous}")
             self._conn.execute("PRAGMA foreign_keys=ON")
-            # Freed pages are overwritten with zeros: deleted text does not linger in the file.
+            # Freed cells and pages are overwritten with zeros; what this misses (copies left in
+            # rebuilt pages) a purge's rewrite removes (scrub).
             self._conn.execute("PRAGMA secure_delete=ON")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite store at {self.path}: {exc}") from exc
-        self._migrate()
 
     # -- the backend -------------------------------------------------------------------------
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
@@ -89,10 +151,9 @@ class SQLiteStore(SQLStore):
         return f"MAX({a}, {b})"
 
     def _has_table(self, name: str) -> bool:
-        row = self._execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
-        ).fetchone()
-        return row is not None
+        return bool(
+            self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+        )
 
     def close(self) -> None:
         """Close the connection; closing again does nothing."""
@@ -101,34 +162,92 @@ class SQLiteStore(SQLStore):
                 return
             self._closed = True
             try:
-                # Refreshing planner statistics is an optimisation: when another process holds
-                # the write lock, skip it rather than fail the close.
-                with contextlib.suppress(sqlite3.OperationalError):
-                    self._conn.execute("PRAGMA optimize")
+                # Refreshing planner statistics is an optimisation, after writes only (a
+                # read-only handle writes nothing): when another process holds the write lock,
+                # skip it rather than fail the close.
+                if self._wrote:
+                    with contextlib.suppress(sqlite3.OperationalError):
+                        self._conn.execute("PRAGMA optimize")
                 self._conn.close()
             except sqlite3.Error as exc:
                 raise StoreError(f"{self.path}: close failed: {exc}") from exc
 
     # -- purge -------------------------------------------------------------------------------
-    def scrub(self) -> str | None:
-        # secure_delete has zeroed the freed pages in the database file; the write-ahead log
-        # still holds the old pages until it is checkpointed and truncated.
+    def scrub(self, *, full: bool = False) -> str | None:
+        # secure_delete zeroes freed cells and pages, but not every copy: when SQLite rebuilds a
+        # page (a b-tree balance after inserts and deletes) the gap between its cell pointers
+        # and its content keeps whatever bytes were there, so a deleted term can survive in the
+        # unused middle of a live page. VACUUM rebuilds the whole file from the live rows, and
+        # the truncating checkpoint copies the rebuilt pages over the old ones, truncates the
+        # file and empties the write-ahead log. It costs a rewrite of the file (bench/purge.py).
         with self._lock:
             try:
-                for _ in range(10):
-                    busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-                    if not busy:
-                        return None
+                self._conn.execute("VACUUM")
+            except sqlite3.OperationalError as exc:
                 return (
-                    "another process holds a read open, so the write-ahead log could not be "
-                    "truncated yet; the next purge or checkpoint does it"
+                    f"the file could not be rewritten yet ({exc}): copies of the purged bytes "
+                    f"may remain in unused space of its pages until `chronomem scrub` "
+                    f"(Memory.scrub()) succeeds"
                 )
             except sqlite3.Error as exc:
+                raise StoreError(f"{self.path}: VACUUM failed: {exc}") from exc
+            try:
+                # Wait for other processes' reads of the old pages to end, but not for long.
+                self._conn.execute(f"PRAGMA busy_timeout = {_CHECKPOINT_WAIT_MS}")
+                busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            except sqlite3.Error as exc:
                 raise StoreError(f"{self.path}: checkpoint failed: {exc}") from exc
+            finally:
+                self._conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+            if busy:
+                return (
+                    "another process holds a read open, so the old pages could not be "
+                    "overwritten and the write-ahead log truncated yet; the next purge, "
+                    "checkpoint or `chronomem scrub` does it"
+                )
+            return None
 
     def _bytes_on_disk(self) -> int:
         return sum(
             p.stat().st_size
             for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm"))
             if p.exists()
+        )
+
+
+def _check_file(path: Path, *, create: bool) -> None:
+    """Refuse, before SQLite touches it, a path that cannot be a chronomem store: a missing
+    file when not creating, a directory, a file that is not SQLite or that another
+    application marked as its own (or a device, a pipe: nothing that is not a plain file)."""
+    if path.exists() and not path.is_dir() and not path.is_file():
+        raise StoreError(f"{path} is not a regular file, so not a chronomem store")
+    try:
+        with path.open("rb") as fh:
+            header = fh.read(100)
+    except FileNotFoundError:
+        if not create:
+            raise StoreError(
+                f"no chronomem store at {path} (nothing is created by a read; write to it "
+                f"first, or open with create=True)"
+            ) from None
+        if not path.parent.is_dir():
+            raise StoreError(
+                f"cannot create a store at {path}: directory {path.parent} does not exist"
+            ) from None
+        return
+    except IsADirectoryError:
+        raise StoreError(f"{path} is a directory, not a chronomem store") from None
+    except OSError as exc:
+        raise StoreError(f"cannot open {path}: {exc.strerror or exc}") from exc
+    if header and not header.startswith(_MAGIC):
+        raise StoreError(f"{path} is not a chronomem store (not a SQLite database)")
+    _check_application(path, int.from_bytes(header[68:72], "big", signed=True) if header else 0)
+
+
+def _check_application(path: Path, application_id: int) -> None:
+    """Refuse a database another application marked as its own (``0`` is unmarked)."""
+    if application_id not in (0, APPLICATION_ID):
+        raise StoreError(
+            f"{path} is not a chronomem store: it is the SQLite database of another "
+            f"application (application_id {application_id:#x}); refusing to change it"
         )

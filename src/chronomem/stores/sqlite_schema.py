@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from chronomem.stores.sql import Migration
 
-__all__ = ["MIGRATIONS", "Migration"]
+__all__ = ["APPLICATION_ID", "MIGRATIONS", "Migration"]
+
+#: ``PRAGMA application_id`` of a chronomem store (the bytes "CHRM"): marks the file as ours,
+#: so a database of another application is recognised before anything is written to it.
+APPLICATION_ID = 0x4348524D
 
 
 _INITIAL = (
@@ -216,4 +220,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "passage vectors", ("ALTER TABLE records ADD COLUMN passages BLOB",)),
     Migration(6, "service: API keys and simulated space clocks", _SERVICE),
     Migration(7, "review proposals, the access log, space settings", _REVIEW),
+    Migration(
+        8,
+        "the file is marked as a chronomem store (application_id)",
+        (f"PRAGMA application_id = {APPLICATION_ID}",),
+    ),
 )

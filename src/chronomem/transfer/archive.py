@@ -13,9 +13,13 @@ space twice, or after a migration to another store, gives identical bytes.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import math
 import os
+import stat
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +31,13 @@ from chronomem.checks import (
     require_text,
 )
 from chronomem.embedders.base import Embedder
-from chronomem.errors import ConflictError, EmbedderMismatchError, InvalidInputError
+from chronomem.errors import (
+    ChronomemError,
+    ConflictError,
+    EmbedderMismatchError,
+    InvalidInputError,
+    StoreError,
+)
 from chronomem.model.audit import AuditEntry
 from chronomem.model.event import Event, Link
 from chronomem.model.transfer import ImportReport
@@ -79,23 +89,78 @@ class ArchiveHeader:
 def write_archive(
     path: str | os.PathLike[str], header: ArchiveHeader, lines: Iterable[dict[str, Any]]
 ) -> int:
-    """Write the header and ``lines`` atomically (a temporary file renamed into place); return
-    the number of record lines."""
+    """Write the header and ``lines`` to ``path`` atomically and return the number of record
+    lines.
+
+    The content goes to a new temporary file in the target's directory, created exclusively
+    with a random name and never through a symlink (``O_EXCL | O_NOFOLLOW``, mode 0600), is
+    flushed to disk, renamed over ``path`` and the directory is synced: a reader sees the old
+    file or the whole new one, and a symlink planted in the directory is never written
+    through. An existing target keeps its permission bits; a symlink at ``path`` is replaced,
+    not followed."""
     target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp")
+    directory = target.parent
+    if target.name in ("", ".", ".."):
+        raise InvalidInputError(f"cannot export to {target}: not a file name", field="path")
+    if not directory.is_dir():
+        raise InvalidInputError(
+            f"cannot export to {target}: directory {directory} does not exist", field="path"
+        )
+    if target.is_dir():
+        raise InvalidInputError(f"cannot export to {target}: it is a directory", field="path")
     count = 0
+    tmp: str | None = None
     try:
-        with tmp.open("w", encoding="utf-8", newline="\n") as fh:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(json.dumps(header.to_json(), ensure_ascii=False) + "\n")
             for line in lines:
                 fh.write(json.dumps(line, ensure_ascii=False) + "\n")
                 count += line["type"] == "record"
             fh.flush()
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISREG((before := os.lstat(target)).st_mode):
+                    os.chmod(fh.fileno(), stat.S_IMODE(before.st_mode))
             os.fsync(fh.fileno())
         os.replace(tmp, target)
+        tmp = None
+        _sync_directory(directory)
+    except OSError as exc:
+        raise _path_error(exc, f"cannot export to {target}") from exc
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
     return count
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (where the platform can open directories)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems cannot sync a directory; the rename itself is atomic
+    finally:
+        os.close(fd)
+
+
+_CALLER_ERRNOS = frozenset(
+    {errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.EROFS,
+     errno.ENAMETOOLONG, errno.ELOOP}
+)  # fmt: skip
+
+
+def _path_error(exc: OSError, what: str) -> ChronomemError:
+    """An ``OSError`` as chronomem's error: the path's fault (missing, a directory, no
+    permission) is the caller's to fix, anything else (a full disk, I/O) the storage's."""
+    message = f"{what}: {exc.strerror or exc}"
+    if exc.errno in _CALLER_ERRNOS:
+        return InvalidInputError(message, field="path")
+    return StoreError(message)
 
 
 def read_archive(
@@ -104,39 +169,59 @@ def read_archive(
     """The header and an iterator of ``(line_number, object)`` for the remaining lines."""
     source = Path(path)
     if not source.is_file():
-        raise InvalidInputError(f"archive not found: {source}", field="path")
-    fh = source.open(encoding="utf-8")
-    first = fh.readline()
+        raise InvalidInputError(f"archive path {source}: no such file", field="path")
     try:
-        header = json.loads(first)
-    except json.JSONDecodeError:
+        fh = source.open("rb")
+    except OSError as exc:
+        raise _path_error(exc, f"cannot read {source}") from exc
+    try:
+        header = _parse_line(source, 1, fh.readline())
+    except OSError as exc:
         fh.close()
-        raise InvalidInputError(f"{source}: line 1 is not a JSON header", field="path") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        fh.close()
-        raise InvalidInputError(f"{source}: not a chronomem archive", field="path")
-    if header.get("version") not in READABLE_VERSIONS:
+        raise _path_error(exc, f"cannot read {source}") from exc
+    except InvalidInputError:
         fh.close()
         raise InvalidInputError(
-            f"{source}: archive version {header.get('version')} is not supported (this "
-            f"chronomem reads versions {', '.join(map(str, READABLE_VERSIONS))})",
+            f"{source}: line 1 is not a JSON header (a chronomem archive is UTF-8 JSON lines)",
             field="path",
+        ) from None
+    if header.get("format") != FORMAT:
+        fh.close()
+        raise InvalidInputError(f"{source}: not a chronomem archive", field="path")
+    version = header.get("version")
+    readable = ", ".join(map(str, READABLE_VERSIONS))
+    if type(version) is not int or version not in READABLE_VERSIONS:
+        fh.close()
+        got = f"the integer {version}" if type(version) is int else f"{version!r}"
+        raise InvalidInputError(
+            f"{source}: the header's version must be one of the integers {readable} this "
+            f"chronomem reads; got {got}",
+            field="version",
         )
 
     def lines() -> Iterator[tuple[int, dict[str, Any]]]:
         with fh:
-            for number, line in enumerate(fh, start=2):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InvalidInputError(f"{source}:{number}: not JSON ({exc})") from None
-                if not isinstance(obj, dict):
-                    raise InvalidInputError(f"{source}:{number}: not a JSON object")
-                yield number, obj
+            try:
+                for number, line in enumerate(fh, start=2):
+                    if line.strip():
+                        yield number, _parse_line(source, number, line)
+            except OSError as exc:
+                raise _path_error(exc, f"cannot read {source}") from exc
 
     return header, lines()
+
+
+def _parse_line(source: Path, number: int, line: bytes) -> dict[str, Any]:
+    """One line as a JSON object, or :class:`InvalidInputError` saying why not."""
+    try:
+        obj = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InvalidInputError(f"{source}:{number}: not UTF-8 text", field="path") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise InvalidInputError(f"{source}:{number}: not JSON ({exc})", field="path") from None
+    if not isinstance(obj, dict):
+        raise InvalidInputError(f"{source}:{number}: not a JSON object", field="path")
+    return obj
 
 
 def export_space(
@@ -164,8 +249,15 @@ def _archive_meta(
     """The store's embedding metadata after importing an archive with ``header``; refuses
     vectors of another model or dimension."""
     model, dim = header.get("embedding_model"), header.get("embedding_dim")
+    if model is not None:
+        require_text(model, "embedding_model")
     if dim is None:
         return ours
+    if type(dim) is not int or dim < 1:
+        raise InvalidInputError(
+            f"the header's embedding_dim must be a positive integer; got {dim!r}",
+            field="embedding_dim",
+        )
     if ours.dim is None:
         if embedder is not None and model != embedder.model_id:
             raise EmbedderMismatchError(
@@ -225,6 +317,7 @@ class _Contents:
     line_of: dict[str, int] = field(default_factory=dict)
     event_line_of: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    fields: list[str | None] = field(default_factory=list)  # the field of each problem
 
     def add(self, number: int, obj: dict[str, Any], space: str, dim: int | None) -> None:
         kind = obj.get("type")
@@ -288,14 +381,19 @@ def import_space(
         except InvalidInputError as exc:
             label = obj.get("id", obj.get("record_id", obj.get("agent")))
             contents.problems.append(f"line {number} (id {label!r}): {exc}")
+            contents.fields.append(exc.field)
     problems = contents.problems
-    problems.extend(_dangling(store, space, contents.records, contents.line_of))
+    dangling = _dangling(store, space, contents.records, contents.line_of)
+    problems.extend(dangling)
+    contents.fields.extend(["references"] * len(dangling))
     problems.extend(_dangling_links(store, space, contents))
     if problems:
         shown = "\n  ".join(problems[:20])
         more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
+        first = next((f for f in contents.fields if f), "references")
         raise InvalidInputError(
-            f"{path}: {len(problems)} problem(s), nothing imported:\n  {shown}{more}"
+            f"{path}: {len(problems)} problem(s), nothing imported:\n  {shown}{more}",
+            field=first,
         )
     records = contents.records
     clash = store.existing_ids([i.record.id for i in records])

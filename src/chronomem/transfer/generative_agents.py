@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from chronomem.checks import check_text, metadata_dict, require_text
 from chronomem.config import PRESETS, ScoringConfig
 from chronomem.errors import InvalidInputError
 from chronomem.model.ids import IdFactory
@@ -95,6 +96,18 @@ def _time(value: object) -> datetime | None:
     return None
 
 
+def _invalid_text(text: str, node: Mapping[str, Any]) -> str | None:
+    """Why the node's text or the fields kept in metadata cannot be stored (the API's text
+    rule: no NUL, no lone surrogate), or ``None``."""
+    try:
+        check_text(text, "description")
+        metadata_dict({k: node.get(k) for k in ("subject", "predicate", "object", "keywords",
+                                                "filling")})  # fmt: skip
+    except InvalidInputError as exc:
+        return str(exc)
+    return None
+
+
 def _citations(node_id: str, filling: object, problems: list[Problem]) -> list[str]:
     if filling is None or filling == []:
         return []
@@ -142,7 +155,7 @@ def plan_import(folder: Path, *, agent: str | None, space: str, ids: IdFactory) 
     scratch = _load(folder.parent / "scratch.json", problems)
     scratch = scratch if isinstance(scratch, dict) else {}
     name = agent or scratch.get("name") or folder.parent.parent.name or "agent"
-    plan = GAImportPlan(agent=str(name), problems=problems)
+    plan = GAImportPlan(agent=require_text(str(name), "agent"), problems=problems)
     if scratch:
         plan.preset = _scratch_preset(scratch, problems)
         trigger_max, trigger_curr = (
@@ -215,6 +228,10 @@ def plan_import(folder: Path, *, agent: str | None, space: str, ids: IdFactory) 
             continue
         if not isinstance(text, str) or not text.strip():
             problems.append(Problem(key, "no description; not imported"))
+            continue
+        invalid = _invalid_text(text, node)
+        if invalid:
+            problems.append(Problem(key, f"{invalid}; not imported"))
             continue
         plan.node_ids[key] = ids.new_id(created)
         node_type = node.get("type")

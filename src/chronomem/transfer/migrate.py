@@ -16,6 +16,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from chronomem.checks import string_tuple
 from chronomem.errors import ConflictError, NotFoundError
 from chronomem.stores import MemoryStore, open_store
 from chronomem.transfer.archive import export_space, import_space
@@ -45,17 +46,6 @@ def _is_empty(store: MemoryStore, space: str) -> bool:
     )
 
 
-def _require_existing(location: Location) -> None:
-    """A source named by path must exist: opening a missing file would create an empty store."""
-    if isinstance(location, str | os.PathLike):
-        text = os.fspath(location)
-        if text.startswith(("postgresql://", "postgres://")):
-            return
-        path = Path(text.removeprefix("sqlite:///"))
-        if not path.exists():
-            raise NotFoundError(f"no store at {path}")
-
-
 def migrate(
     source: Location,
     target: Location,
@@ -69,17 +59,18 @@ def migrate(
     open stores. ``on_space`` is called after each space is committed.
 
     Raises:
-        NotFoundError: the source file or a named space does not exist.
+        StoreError: there is no chronomem store at ``source`` (nothing is created there).
+        NotFoundError: a named space does not exist.
         ConflictError: a space already holds records, events, links or audit entries on the
             target (nothing of that space is written).
         EmbedderMismatchError: the target's vectors come from another model or dimension.
     """
-    _require_existing(source)
+    named = None if spaces is None else string_tuple(spaces, "spaces")
     with ExitStack() as opened:
-        src = _opened(opened, source)
-        dst = _opened(opened, target)
+        src = _opened(opened, source, create=False)
+        dst = _opened(opened, target, create=True)
         available = src.spaces()
-        wanted = list(available if spaces is None else spaces)
+        wanted = list(available if named is None else named)
         for space in wanted:
             if space not in available:
                 raise NotFoundError(f"no space {space!r} in {src.location}")
@@ -106,9 +97,9 @@ def migrate(
         return reports
 
 
-def _opened(stack: ExitStack, location: Location) -> MemoryStore:
+def _opened(stack: ExitStack, location: Location, *, create: bool) -> MemoryStore:
     """The store at ``location``, closed with ``stack`` when this module opened it."""
-    store = open_store(location)
+    store = open_store(location, create=create)
     if store is not location:
         stack.callback(store.close)
     return store

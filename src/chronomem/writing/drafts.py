@@ -145,7 +145,12 @@ def build_drafts(
         unknown = set(item) - REMEMBER_FIELDS
         try:
             if unknown:
-                raise InvalidInputError(f"unknown field(s) {sorted(unknown)}")
+                names = sorted(map(str, unknown))
+                raise InvalidInputError(
+                    f"unknown field(s) {', '.join(names)} (remember takes "
+                    f"{', '.join(sorted(REMEMBER_FIELDS))})",
+                    field=names[0],
+                )
             draft = _draft(item, now=now, space=space, dim=dim, ids=ids, depth_of=depth_of)
         except (InvalidInputError, NotFoundError) as exc:
             if len(batch) == 1:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chronomem.arrays import F32
+from chronomem.arrays import F32, unit_vector
 from chronomem.config import WriteGate
 from chronomem.model.record import Record
 from chronomem.retrieval.columns import columns, visible
@@ -19,8 +19,17 @@ __all__ = ["Duplicate", "find_duplicate", "same_batch_duplicate"]
 
 @dataclass(frozen=True, slots=True)
 class Duplicate:
+    """The record a new one duplicates: by cosine ``similarity`` of their vectors, or, when
+    either has none, by equal normalised text (``by_text``; similarity 1)."""
+
     record_id: str
     similarity: float
+    by_text: bool = False
+
+    def reason(self, threshold: float) -> str:
+        if self.by_text:
+            return f"near-duplicate of {self.record_id} (the same normalised text)"
+        return f"near-duplicate of {self.record_id} (cosine {self.similarity:.3f} >= {threshold})"
 
 
 def find_duplicate(
@@ -43,12 +52,15 @@ def find_duplicate(
     same = arrays.domain_keys() == domain_key(record.domain)
     mask = same if mask is None else mask & same
     if vector is not None and arrays.emb is not None and arrays.dim == vector.shape[0]:
-        unit = (vector / np.linalg.norm(vector)).astype(np.float32)
+        unit = unit_vector(vector)
         sims = np.where(
             mask & arrays.has_embedding[: arrays.n], arrays.emb[: arrays.n] @ unit, -np.inf
         )
     else:
         sims = np.where(mask & (arrays.text_keys() == dedup_key(record.text)), 1.0, -np.inf)
+        best = int(np.argmax(sims))
+        # thresholds are at most 1 (WriteGate), so equal text is always a duplicate
+        return Duplicate(str(arrays.ids[best]), 1.0, by_text=True) if sims[best] > 0 else None
     best = int(np.argmax(sims))
     if sims[best] >= threshold:
         return Duplicate(str(arrays.ids[best]), float(sims[best]))
@@ -62,13 +74,11 @@ def same_batch_duplicate(
     for other, other_vector in earlier:
         if other.agent != record.agent or other.domain != record.domain:
             continue
-        if vector is not None and other_vector is not None:
-            sim = float(
-                np.dot(vector, other_vector)
-                / (np.linalg.norm(vector) * np.linalg.norm(other_vector))
-            )
-        else:
-            sim = 1.0 if dedup_key(other.text) == dedup_key(record.text) else 0.0
+        if vector is None or other_vector is None:
+            if dedup_key(other.text) == dedup_key(record.text):
+                return Duplicate(other.id, 1.0, by_text=True)
+            continue
+        sim = float(np.dot(unit_vector(vector), unit_vector(other_vector)))
         if sim >= threshold:
             return Duplicate(other.id, sim)
     return None

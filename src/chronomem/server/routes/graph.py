@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
+from chronomem.model.audit import ScrubResult
 from chronomem.model.event import Ancestor, Event, Link
 from chronomem.model.keys import Scope
 from chronomem.model.reflection import ReflectionResult
@@ -82,3 +83,13 @@ def register(v1: APIRouter, service: Service) -> None:
     def embed_passages(space: str, auth: Credentials) -> int:
         service.allow(auth, space, Scope.ADMIN)
         return service.memory(space).embed_passages()
+
+    @v1.post("/embed-records", tags=["records"])
+    def embed_records(space: str, auth: Credentials) -> int:
+        service.allow(auth, space, Scope.ADMIN)
+        return service.memory(space).embed_records()
+
+    @v1.post("/scrub", tags=["records"])
+    def scrub(space: str, auth: Credentials) -> ScrubResult:
+        service.allow(auth, space, Scope.ADMIN)
+        return service.memory(space).scrub()

@@ -16,7 +16,15 @@ from chronomem.stores.base import LexicalMatches
 from chronomem.stores.sql.backend import SQLBackend, marks
 from chronomem.text import ANALYSER, index_terms, query_terms
 
-__all__ = ["add_documents", "bm25", "lexical", "reindex", "reindex_if_stale", "remove_documents"]
+__all__ = [
+    "add_documents",
+    "analyser_is_current",
+    "bm25",
+    "lexical",
+    "reindex",
+    "reindex_if_stale",
+    "remove_documents",
+]
 
 # BM25 with Lucene's parameters and its always-positive IDF, ln(1 + (N - df + 0.5) / (df + 0.5)).
 _BM25_K1 = 1.2
@@ -102,11 +110,16 @@ def bm25(postings: I64, df: F64, n_docs: int, total_len: int) -> LexicalMatches:
     return LexicalMatches(pk=keys, score=np.add.reduceat(part, first))
 
 
+def analyser_is_current(db: SQLBackend) -> bool:
+    """Whether this version's analyser built the postings."""
+    rows = db._query("SELECT value FROM store_meta WHERE key = 'analyser'")
+    return bool(rows) and rows[0][0] == ANALYSER
+
+
 def reindex_if_stale(db: SQLBackend) -> None:
     """Rebuild the postings when the store was indexed by another analyser (inside the
     migration's write transaction)."""
-    row = db._execute("SELECT value FROM store_meta WHERE key = 'analyser'").fetchone()
-    if row is None or row[0] != ANALYSER:
+    if not analyser_is_current(db):
         reindex(db)
 
 

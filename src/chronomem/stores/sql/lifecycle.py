@@ -25,6 +25,7 @@ __all__ = [
     "delete_records",
     "dependants",
     "flag_evidence",
+    "set_embeddings",
     "set_passages",
     "set_verified",
 ]
@@ -75,6 +76,27 @@ def set_passages(db: SQLBackend, space: str, items: Sequence[tuple[str, F32]]) -
             f" AND {db._hint('space')} = ?",
             [(vector_blob(m), seq, rid, space) for rid, m in items],
         )
+
+
+def set_embeddings(db: SQLBackend, space: str, items: Sequence[tuple[str, F32, F32 | None]]) -> int:
+    """Give records written without a vector their vector and passages (a record that has
+    one meanwhile keeps it); returns how many changed."""
+    if not items:
+        return 0
+    changed = 0
+    with db.write():
+        seq = bump(db, space)
+        for rid, vector, parts in items:
+            row = db._execute(
+                "UPDATE records SET embedding = ?, passages = COALESCE(?, passages),"
+                f" change_seq = ? WHERE id = ? AND {db._hint('space')} = ?"
+                " AND embedding IS NULL RETURNING pk, agent",
+                (vector_blob(vector), vector_blob(parts), seq, rid, space),
+            ).fetchall()
+            if row:
+                db._index_vectors(space, [(int(row[0][0]), row[0][1], vector)])
+                changed += 1
+    return changed
 
 
 def add_feedback(db: SQLBackend, space: str, record_id: str, signal: float) -> float:

@@ -24,12 +24,13 @@ migrations and the dialect hooks described in ``sql/backend.py``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from chronomem.arrays import F32, I64
-from chronomem.errors import ConflictError, StoreError
+from chronomem.errors import ConflictError, StoreError, StoreUnavailableError
 from chronomem.model.audit import AuditEntry, Closure
 from chronomem.model.event import Event, Link
 from chronomem.model.keys import ApiKey
@@ -52,12 +53,19 @@ from chronomem.stores.sql.migrations import Migration
 
 __all__ = ["SQLStore"]
 
+_T = TypeVar("_T")
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
 
 class SQLStore:
     """The shared implementation; see the module docstring for what a backend provides."""
 
     location: str
     migrations: tuple[Migration, ...]
+    reconnect_timeout_s: float = 0.0
     _begin_write = "BEGIN"
     _begin_read = "BEGIN"
 
@@ -66,6 +74,7 @@ class SQLStore:
         self._in_transaction = False
         self.aborted_writes = 0
         self._closed = False
+        self._wrote = False  # this connection opened a write transaction
 
     # -- what a backend provides -----------------------------------------------------------
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
@@ -115,7 +124,7 @@ class SQLStore:
     ) -> I64 | None:
         return None
 
-    def scrub(self) -> str | None:
+    def scrub(self, *, full: bool = False) -> str | None:
         raise NotImplementedError
 
     def _bytes_on_disk(self) -> int:
@@ -125,11 +134,72 @@ class SQLStore:
         """How reads choose candidates, for ``stats``."""
         return "exact: every record is scored"
 
+    # -- connection recovery (a server store; SQLite's connection cannot drop) ----------------
+    def _is_disconnect(self, exc: Exception) -> bool:
+        """Whether ``exc`` means the connection is gone (the server restarted, the network
+        dropped): the transaction it was in is lost, and a new connection may succeed."""
+        return False
+
+    def _reconnect(self) -> None:
+        """Replace a lost connection (once; the caller retries)."""
+        raise NotImplementedError
+
+    def _needs_reconnect(self) -> bool:
+        """Whether the connection is known to be lost."""
+        return False
+
+    def _retrying(self, step: Callable[[], _T], what: str) -> _T:
+        """``step`` on a live connection: when the connection is lost before ``step`` did
+        anything, reconnect and try again, with backoff, for up to ``reconnect_timeout_s``;
+        then :class:`StoreUnavailableError`. Only for steps that are safe to repeat (starting a
+        transaction, a read outside one)."""
+        deadline = time.monotonic() + self.reconnect_timeout_s
+        delay = 0.05
+        while True:
+            try:
+                if self._needs_reconnect():
+                    self._reconnect()
+                return step()
+            except Exception as exc:
+                if not (self._is_db_error(exc) and self._is_disconnect(exc)):
+                    raise
+                if time.monotonic() + delay > deadline:
+                    raise StoreUnavailableError(
+                        f"{self.location}: cannot {what}: the server is unreachable "
+                        f"({_first_line(exc)}); gave up after {self.reconnect_timeout_s:g} s of "
+                        f"reconnecting. Nothing was written; the next call tries again"
+                    ) from exc
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
     # -- transactions ----------------------------------------------------------------------
     def _translate(self, exc: Exception, what: str) -> Exception:
+        if self._is_disconnect(exc):
+            return StoreUnavailableError(
+                f"{self.location}: the connection to the server was lost during a {what} "
+                f"({_first_line(exc)}); it was rolled back, nothing was written; the next call "
+                f"reconnects"
+            )
         if self._is_conflict(exc):
             return ConflictError(f"{self.location}: {what} conflicts with stored data: {exc}")
         return StoreError(f"{self.location}: {what} failed: {exc}")
+
+    def _rollback(self) -> None:
+        """Roll back after a failure; on a lost connection there is nothing left to roll back
+        (the server already did), so that error must not hide the first one."""
+        try:
+            self._execute("ROLLBACK")
+        except Exception as exc:
+            if not self._is_db_error(exc):
+                raise
+
+    def _begin(self, begin: str) -> None:
+        try:
+            self._retrying(lambda: self._execute(begin), "start a transaction")
+        except Exception as exc:
+            if self._is_db_error(exc):
+                raise StoreError(f"{self.location}: cannot start a transaction: {exc}") from exc
+            raise
 
     @contextmanager
     def _transaction(self, begin: str, what: str) -> Iterator[None]:
@@ -137,18 +207,13 @@ class SQLStore:
             if self._in_transaction:
                 yield
                 return
-            try:
-                self._execute(begin)
-            except Exception as exc:
-                if self._is_db_error(exc):
-                    raise StoreError(f"{self.location}: cannot start a transaction: {exc}") from exc
-                raise
+            self._begin(begin)
             self._in_transaction = True
             try:
                 yield
             except BaseException as exc:
                 self.aborted_writes += what == "write"
-                self._execute("ROLLBACK")
+                self._rollback()
                 if isinstance(exc, Exception) and self._is_db_error(exc):
                     raise self._translate(exc, what) from exc
                 raise
@@ -157,6 +222,13 @@ class SQLStore:
                     self._execute("COMMIT")
                 except Exception as exc:
                     self.aborted_writes += what == "write"
+                    if self._is_db_error(exc) and self._is_disconnect(exc):
+                        raise StoreUnavailableError(
+                            f"{self.location}: the connection to the server was lost while "
+                            f"committing a {what} ({_first_line(exc)}): it may or may not have "
+                            f"been applied; the next call reconnects",
+                            outcome_unknown=True,
+                        ) from exc
                     if self._is_db_error(exc):
                         raise self._translate(exc, what) from exc
                     raise
@@ -165,6 +237,7 @@ class SQLStore:
 
     @contextmanager
     def write(self) -> Iterator[None]:
+        self._wrote = True
         with self._transaction(self._begin_write, "write"):
             yield
 
@@ -174,9 +247,13 @@ class SQLStore:
             yield
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """All rows of one statement (a read), with errors translated; outside a transaction a
+        lost connection is re-established and the statement retried."""
         with self._lock:
             try:
-                return self._execute(sql, params).fetchall()
+                if self._in_transaction:
+                    return self._execute(sql, params).fetchall()
+                return self._retrying(lambda: self._execute(sql, params).fetchall(), "read")
             except Exception as exc:
                 if self._is_db_error(exc):
                     raise self._translate(exc, "query") from exc
@@ -202,20 +279,19 @@ class SQLStore:
 
     def set_embedding_meta(self, meta: EmbeddingMeta) -> None:
         with self.write():
-            row = self._execute(
-                "SELECT value FROM store_meta WHERE key = 'embedding_dim'"
-            ).fetchone()
-            if row is not None and row[0] is not None:
-                raise StoreError(
-                    f"{self.location}: the embedding dimension is already set ({row[0]})"
-                )
-            self._executemany(
-                "INSERT INTO store_meta (key, value) VALUES (?, ?)"
+            # One atomic statement: of two processes recording a first dimension, one wins.
+            won = self._execute(
+                "INSERT INTO store_meta (key, value) VALUES ('embedding_dim', ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+                " WHERE store_meta.value IS NULL RETURNING value",
+                (None if meta.dim is None else str(meta.dim),),
+            ).fetchall()
+            if not won:
+                raise ConflictError(f"{self.location}: the embedding dimension is already set")
+            self._execute(
+                "INSERT INTO store_meta (key, value) VALUES ('embedding_model', ?)"
                 " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                [
-                    ("embedding_model", meta.model),
-                    ("embedding_dim", None if meta.dim is None else str(meta.dim)),
-                ],
+                (meta.model,),
             )
 
     def spaces(self) -> list[str]:
@@ -294,6 +370,9 @@ class SQLStore:
 
     def set_passages(self, space: str, items: Sequence[tuple[str, F32]]) -> None:
         lifecycle.set_passages(self, space, items)
+
+    def set_embeddings(self, space: str, items: Sequence[tuple[str, F32, F32 | None]]) -> int:
+        return lifecycle.set_embeddings(self, space, items)
 
     def add_feedback(self, space: str, record_id: str, signal: float) -> float:
         return lifecycle.add_feedback(self, space, record_id, signal)
