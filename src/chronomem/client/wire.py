@@ -1,20 +1,18 @@
 """How the client's calls travel: :class:`Call` (one request, sans I/O), arguments as JSON
 (aware instants and durations as ISO 8601, vectors as lists, enums as values) and answers read
-back into the engine's own types with pydantic, instants normalised to ``datetime.UTC``."""
+back into the engine's own types (``client/decode.py``), instants in ``datetime.UTC``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, is_dataclass, replace
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from enum import Enum
-from functools import cache
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
-from pydantic import TypeAdapter
-
 from chronomem.checks import require_text
+from chronomem.client.decode import iso_duration, reader
 from chronomem.clock import require_aware
 from chronomem.config import PRESETS, ScoringConfig
 from chronomem.errors import ConfigError
@@ -46,45 +44,13 @@ class Call(Generic[T]):
     content: bytes | None = None
 
 
-@cache
-def adapter(kind: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(kind)
-
-
-def reader(kind: Any) -> Callable[[bytes], Any]:
-    def read(content: bytes) -> Any:
-        return utc(adapter(kind).validate_json(content))
-
-    return read
-
-
-def utc(value: Any) -> Any:
-    """``value`` with every instant in :data:`datetime.UTC` (pydantic gives its own tzinfo), so
-    values read from the service equal the engine's in every respect, ``repr`` included."""
-    if isinstance(value, datetime):
-        return value.astimezone(UTC)
-    if is_dataclass(value) and not isinstance(value, type):
-        changed = {
-            f.name: utc(getattr(value, f.name))
-            for f in fields(value)
-            if isinstance(getattr(value, f.name), datetime | tuple | list)
-            or is_dataclass(getattr(value, f.name))
-        }
-        return replace(value, **changed) if changed else value
-    if isinstance(value, tuple):
-        return tuple(utc(v) for v in value)
-    if isinstance(value, list):
-        return [utc(v) for v in value]
-    return value
-
-
 def wire(value: Any) -> Any:
     """A JSON value for an argument: aware instants as ISO 8601, durations as ISO 8601, vectors
     as lists (numpy is not imported for it: a client does not need it), enums as their values."""
     if isinstance(value, datetime):
         return require_aware(value).isoformat()
     if isinstance(value, timedelta):
-        return adapter(timedelta).dump_python(value, mode="json")
+        return iso_duration(value)
     if isinstance(value, Enum):
         return value.value
     if hasattr(value, "tolist") and hasattr(value, "dtype"):  # numpy arrays and scalars
