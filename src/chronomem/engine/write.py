@@ -1,4 +1,4 @@
-"""Writes (DESIGN §3): validation, importance scoring, batched embedding, then supersession, the
+"""Writes (DESIGN §3): validation, batched embedding, importance scoring, then supersession, the
 near-duplicate gate and the insert in one store transaction."""
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from chronomem.model.record import EvidenceStatus, WriteResult
 from chronomem.stores.base import StoredRecord
 from chronomem.text import passages
 from chronomem.writing.drafts import REMEMBER_FIELDS, Draft, build_drafts
+from chronomem.writing.anchors import EmbeddingImportance
 from chronomem.writing.gate import find_duplicate, same_batch_duplicate
 
 __all__ = [
@@ -77,7 +78,7 @@ def write(
     reason: str | None = None,
     after: Callable[[], None] | None = None,
 ) -> list[WriteResult]:
-    """Validate, score, embed, then store in one transaction (``after`` runs inside it)."""
+    """Validate, embed, score, then store in one transaction (``after`` runs inside it)."""
     # Only well-formed citations are looked up; build_drafts reports the others by field.
     cited = sorted(
         {
@@ -102,8 +103,9 @@ def write(
         if without:
             where = "the record has" if len(drafts) == 1 else f"item {without[0]} has"
             h.check_missing_vectors(where)
-    drafts = _score_missing(h, drafts)
+    embedded_here = [d.embedding is None and h.embedder is not None for d in drafts]
     drafts = _embed_missing(h, drafts, progress=progress)
+    drafts = _score_missing(h, drafts, embedded_here)
     with h.store.write():
         results = _store_drafts(h, drafts, now=now, actor=actor, reason=reason)
         if after is not None:
@@ -111,12 +113,20 @@ def write(
         return results
 
 
-def _score_missing(h: Handle, drafts: list[Draft]) -> list[Draft]:
-    """Importance from the configured scorer for records written without one (batched)."""
+def _score_missing(h: Handle, drafts: list[Draft], embedded_here: list[bool]) -> list[Draft]:
+    """Importance from the configured scorer for records written without one (batched). The
+    anchor scorer reuses the vectors this write's embedder call made (``embedded_here``)."""
     missing = [i for i, d in enumerate(drafts) if d.needs_importance]
     if not missing:
         return drafts
-    scores = h.importance.score([drafts[i].record.text for i in missing])
+    scorer = h.importance
+    vectors = [v for i in missing if embedded_here[i] and (v := drafts[i].embedding) is not None]
+    if isinstance(scorer, EmbeddingImportance) and scorer.embedder is h.embedder and (
+        len(vectors) == len(missing)
+    ):
+        scores = scorer.score_vectors(np.stack(vectors))
+    else:
+        scores = scorer.score([drafts[i].record.text for i in missing])
     if len(scores) != len(missing):
         raise InvalidInputError(
             f"the importance scorer returned {len(scores)} scores for {len(missing)} texts"
