@@ -16,7 +16,8 @@ def test_all_is_sorted_and_every_name_resolves() -> None:
 
 def test_public_api_is_pinned() -> None:
     assert set(chronomem.__all__) == {
-        "Access", "AccessDeniedError", "Ancestor", "Anchor", "AuditEntry", "Breakdown", "CausalConfig",
+        "Access", "AccessDeniedError", "Ancestor", "Anchor", "AuditEntry", "Breakdown",
+        "CausalConfig",
         "CausalCycleError", "CausalLinkError", "CausalPart", "CauseAfterEffectError",
         "ChronomemError", "CitationError", "Clock", "ConfigError", "ConflictError", "CoreBlock",
         "DependentsExistError", "DepthWeighting", "EMBEDDING_KEY", "Embedder", "EmbedderError",

@@ -102,7 +102,6 @@ __all__ = [
     "AccessDeniedError",
     "Ancestor",
     "Anchor",
-    "Anchor",
     "AuditEntry",
     "Breakdown",
     "CausalConfig",

@@ -27,8 +27,8 @@ from chronomem.model.audit import AuditEntry
 from chronomem.model.record import EvidenceStatus, WriteResult
 from chronomem.stores.base import StoredRecord
 from chronomem.text import passages
-from chronomem.writing.drafts import REMEMBER_FIELDS, Draft, build_drafts
 from chronomem.writing.anchors import EmbeddingImportance
+from chronomem.writing.drafts import REMEMBER_FIELDS, Draft, build_drafts
 from chronomem.writing.gate import find_duplicate, same_batch_duplicate
 
 __all__ = [
@@ -121,8 +121,10 @@ def _score_missing(h: Handle, drafts: list[Draft], embedded_here: list[bool]) ->
         return drafts
     scorer = h.importance
     vectors = [v for i in missing if embedded_here[i] and (v := drafts[i].embedding) is not None]
-    if isinstance(scorer, EmbeddingImportance) and scorer.embedder is h.embedder and (
-        len(vectors) == len(missing)
+    if (
+        isinstance(scorer, EmbeddingImportance)
+        and scorer.embedder is h.embedder
+        and (len(vectors) == len(missing))
     ):
         scores = scorer.score_vectors(np.stack(vectors))
     else:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chronomem.arrays import F64, unit_rows
+from chronomem.arrays import F64
 from chronomem.embedders.base import Embedder
 from chronomem.errors import ConfigError, EmbedderError
 
@@ -58,9 +58,9 @@ class AnchorCalibration:
             and clamped to 1..10.
     """
 
-    temperature: float = 0.05
-    intercept: float = -0.25
-    slope: float = 0.94
+    temperature: float = 0.08
+    intercept: float = -1.67
+    slope: float = 1.2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,44 +85,40 @@ class ImportanceExplanation:
     drivers: tuple[AnchorWeight, ...]
 
 
-def _anchors(level: float, *texts: str) -> tuple[Anchor, ...]:
-    return tuple(Anchor(text=t, level=level) for t in texts)
-
-
-# Three groups, one level each; descriptions, not memories.
-DEFAULT_ANCHORS: tuple[Anchor, ...] = (
-    *_anchors(
-        1.0,
-        "brushing teeth", "making the bed", "taking a shower and getting dressed",
-        "eating an ordinary breakfast", "washing the dishes", "doing the laundry",
-        "walking to the shop", "waiting in line", "commuting to work as usual",
-        "checking the mail", "sweeping the floor", "watering the plants",
-        "feeding the animals and doing the usual farm chores", "tidying the desk",
-        "replying to a routine email", "a regular weekly meeting", "fixing a small typo",
-        "asking a simple factual question", "a minor formatting preference",
-        "small talk about the weather", "resting idle at home", "watching television",
-        "a routine errand", "buying groceries",
-    ),  # fmt: skip
-    *_anchors(
-        5.0,
-        "planning a party with friends", "a small disagreement with a colleague",
-        "a modest raise at work", "a first date", "a minor injury", "an approaching deadline",
-        "a friend moving to another town", "winning a local prize", "starting a new hobby",
-        "an important personal rule to always follow",
-    ),  # fmt: skip
-    *_anchors(
-        9.0,
-        "a loved one died", "a family member passed away", "a baby was born",
-        "getting married", "getting engaged", "a painful break-up", "a divorce",
-        "being accepted into college", "being diagnosed with a serious illness such as cancer",
-        "a heart attack or being rushed to the emergency room", "losing one's job",
-        "being promoted or starting a new career", "the house burned down in a fire",
-        "a natural disaster destroyed the village", "being arrested for a crime",
-        "discovering a partner's betrayal", "moving to another country for good",
-        "financial ruin and losing the home", "thoughts of suicide", "a life-threatening allergy",
-        "reconciling with an estranged family member", "retiring after a long career",
-        "the harvest was destroyed", "a pregnancy",
-    ),  # fmt: skip
+# Three groups, one level each; descriptions of kinds of event, not memories.
+_MUNDANE = (
+    "brushing teeth", "making the bed", "taking a shower and getting dressed",
+    "eating an ordinary breakfast", "washing the dishes", "doing the laundry",
+    "walking to the shop", "waiting in line", "commuting to work as usual",
+    "checking the mail", "sweeping the floor", "watering the plants",
+    "feeding the animals and doing the usual farm chores", "tidying the desk",
+    "replying to a routine email", "a regular weekly meeting", "fixing a small typo",
+    "asking a simple factual question", "a minor formatting preference",
+    "small talk about the weather", "resting idle at home", "watching television",
+    "a routine errand", "buying groceries",
+)  # fmt: skip
+_MODERATE = (
+    "planning a party with friends", "a small disagreement with a colleague",
+    "a modest raise at work", "a first date", "a minor injury", "an approaching deadline",
+    "a friend moving to another town", "winning a local prize", "starting a new hobby",
+    "an important personal rule to always follow",
+)  # fmt: skip
+_LIFE_CHANGING = (
+    "a loved one died", "a family member passed away", "a baby was born",
+    "getting married", "getting engaged", "a painful break-up", "a divorce",
+    "being accepted into college", "being diagnosed with a serious illness such as cancer",
+    "a heart attack or being rushed to the emergency room", "losing one's job",
+    "being promoted or starting a new career", "the house burned down in a fire",
+    "a natural disaster destroyed the village", "being arrested for a crime",
+    "discovering a partner's betrayal", "moving to another country for good",
+    "financial ruin and losing the home", "thoughts of suicide", "a life-threatening allergy",
+    "reconciling with an estranged family member", "retiring after a long career",
+    "the harvest was destroyed", "a pregnancy",
+)  # fmt: skip
+DEFAULT_ANCHORS: tuple[Anchor, ...] = tuple(
+    Anchor(text=text, level=level)
+    for level, texts in ((1.0, _MUNDANE), (5.0, _MODERATE), (9.0, _LIFE_CHANGING))
+    for text in texts
 )
 DEFAULT_CALIBRATION = AnchorCalibration()
 
@@ -146,7 +142,7 @@ def _unit_rows(vectors: object, what: str) -> F64:
     array = np.asarray(vectors, dtype=np.float64)
     if array.ndim != 2 or not np.all(np.isfinite(array)) or not np.all(np.any(array, axis=1)):
         raise EmbedderError(f"{what}: expected rows of finite, non-zero numbers; got {array!r:.80}")
-    out: F64 = unit_rows(array).astype(np.float64)
+    out: F64 = array / np.linalg.norm(array, axis=1, keepdims=True)
     return out
 
 
