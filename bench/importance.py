@@ -169,6 +169,8 @@ def main() -> int:
                 "spearman_95ci": bootstrap(s[mask], labels[mask]),
                 "kendall_tau_b": kendall_tau_b(s[mask], labels[mask]),
                 "mae": float(np.mean(np.abs(s[mask] - labels[mask]))),
+                "mean": float(np.mean(s[mask])),
+                "label_mean": float(np.mean(labels[mask])),
             }
             for half, mask in halves.items()
         }
@@ -225,8 +227,8 @@ def main() -> int:
         f"intercept {fitted.intercept}, slope {fitted.slope} (shipped: {shipped.temperature}, "
         f"{shipped.intercept}, {shipped.slope}).",
         "",
-        "| scorer | half | n | Spearman rho [95% CI] | Kendall tau-b | MAE |",
-        "|---|---|---:|---:|---:|---:|",
+        "| scorer | half | n | Spearman rho [95% CI] | Kendall tau-b | MAE | mean (labels) |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for name, by_half in figures.items():
         for half in halves:
@@ -234,7 +236,8 @@ def main() -> int:
             low, high = f["spearman_95ci"]
             lines.append(
                 f"| {name} | {half} | {f['n']} | {f['spearman']:.3f} [{low:.2f}, {high:.2f}] | "
-                f"{f['kendall_tau_b']:.3f} | {f['mae']:.2f} |"
+                f"{f['kendall_tau_b']:.3f} | {f['mae']:.2f} | {f['mean']:.2f} "
+                f"({f['label_mean']:.2f}) |"
             )
     lines += [
         "",
