@@ -18,7 +18,7 @@ from chronomem import (
     ScriptedLLM,
     SimClock,
 )
-from chronomem.errors import ConfigError, EmbedderError
+from chronomem.errors import ConfigError, EmbedderError, LLMResponseError
 from chronomem.writing.anchors import (
     DEFAULT_ANCHORS,
     DEFAULT_CALIBRATION,
@@ -181,3 +181,15 @@ def test_the_real_model_puts_poignant_memories_above_mundane_ones(
         record = mem.get(mem.remember("She broke up with me after five years together").id)
     assert record.importance == scores[5]  # the anchor scorer, not the heuristic's 2.0
     assert HeuristicImportance().score([record.text]) == [2.0]
+
+
+def test_a_failing_llm_scorer_writes_nothing_not_even_the_vector_dimension(
+    db_path: Path, clock: SimClock
+) -> None:
+    failing = LLMImportance(ScriptedLLM(["no", "no"]))
+    with Memory.open(db_path, embedder=FixedEmbedder(dim=4), clock=clock, importance=failing) as m:
+        with pytest.raises(LLMResponseError):
+            m.remember("the barn burned down")
+        assert m.stats()["records"] == 0
+    with Memory.open(db_path, embedder=FixedEmbedder(dim=8), clock=clock) as mem:  # no mismatch
+        assert mem.get(mem.remember("fed the hens").id).has_embedding

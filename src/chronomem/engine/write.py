@@ -1,4 +1,4 @@
-"""Writes (DESIGN §3): validation, batched embedding, importance scoring, then supersession, the
+"""Writes (DESIGN §3): validation, importance scoring, batched embedding, then supersession, the
 near-duplicate gate and the insert in one store transaction."""
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def write(
     reason: str | None = None,
     after: Callable[[], None] | None = None,
 ) -> list[WriteResult]:
-    """Validate, embed, score, then store in one transaction (``after`` runs inside it)."""
+    """Validate, score, embed, then store in one transaction (``after`` runs inside it)."""
     # Only well-formed citations are looked up; build_drafts reports the others by field.
     cited = sorted(
         {
@@ -103,14 +103,23 @@ def write(
         if without:
             where = "the record has" if len(drafts) == 1 else f"item {without[0]} has"
             h.check_missing_vectors(where)
+    # Scoring comes first (a failing LLM scorer costs no embedding and records no dimension),
+    # except for the anchor scorer, which reuses the vectors embedding makes.
     embedded_here = [d.embedding is None and h.embedder is not None for d in drafts]
+    if not _reuses_vectors(h):
+        drafts = _score_missing(h, drafts, embedded_here)
     drafts = _embed_missing(h, drafts, progress=progress)
-    drafts = _score_missing(h, drafts, embedded_here)
+    drafts = _score_missing(h, drafts, embedded_here)  # nothing left to score unless reuses
     with h.store.write():
         results = _store_drafts(h, drafts, now=now, actor=actor, reason=reason)
         if after is not None:
             after()
         return results
+
+
+def _reuses_vectors(h: Handle) -> bool:
+    """The Memory's importance scorer is the anchor scorer over the Memory's own embedder."""
+    return isinstance(h.importance, EmbeddingImportance) and h.importance.embedder is h.embedder
 
 
 def _score_missing(h: Handle, drafts: list[Draft], embedded_here: list[bool]) -> list[Draft]:
@@ -123,11 +132,11 @@ def _score_missing(h: Handle, drafts: list[Draft], embedded_here: list[bool]) ->
     vectors = [v for i in missing if embedded_here[i] and (v := drafts[i].embedding) is not None]
     if (
         isinstance(scorer, EmbeddingImportance)
-        and scorer.embedder is h.embedder
-        and (len(vectors) == len(missing))
+        and _reuses_vectors(h)
+        and len(vectors) == len(missing)
     ):
         scores = scorer.score_vectors(np.stack(vectors))
-    else:
+    else:  # other scorers, and records with a caller's vector: from the texts
         scores = scorer.score([drafts[i].record.text for i in missing])
     if len(scores) != len(missing):
         raise InvalidInputError(
