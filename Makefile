@@ -63,6 +63,7 @@ bench-speed: $(STAMP)
 	$(PY) bench/passages.py
 
 bench-quality: $(STAMP)
+	$(PY) bench/importance.py
 	$(PY) bench/tcmf_quality.py
 	$(PY) bench/tcmf_quality.py --depth 3 --name tcmf_quality_depth3
 	$(PY) bench/locomo.py
@@ -73,6 +74,7 @@ bench-full: $(STAMP)
 	$(PY) bench/tcmf.py
 	$(PY) bench/ingest.py
 	$(PY) bench/passages.py
+	$(PY) bench/importance.py
 	$(PY) bench/tcmf_quality.py
 	$(PY) bench/tcmf_quality.py --depth 3 --name tcmf_quality_depth3
 	$(PY) bench/locomo.py

@@ -16,10 +16,12 @@ def test_all_is_sorted_and_every_name_resolves() -> None:
 
 def test_public_api_is_pinned() -> None:
     assert set(chronomem.__all__) == {
-        "Access", "AccessDeniedError", "Ancestor", "AuditEntry", "Breakdown", "CausalConfig",
+        "Access", "AccessDeniedError", "Ancestor", "Anchor", "AuditEntry", "Breakdown",
+        "CausalConfig",
         "CausalCycleError", "CausalLinkError", "CausalPart", "CauseAfterEffectError",
         "ChronomemError", "CitationError", "Clock", "ConfigError", "ConflictError", "CoreBlock",
         "DependentsExistError", "DepthWeighting", "EMBEDDING_KEY", "Embedder", "EmbedderError",
+        "EmbeddingImportance",
         "EmbedderMismatchError", "Event", "EventKind", "EvidenceStatus", "ForgetResult", "Fusion",
         "GAImportReport", "HeuristicImportance", "Hit", "ImportReport", "ImportanceScorer",
         "InvalidInputError", "Kind", "LLMClient", "LLMError", "LLMHTTPError", "LLMImportance",

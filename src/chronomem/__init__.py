@@ -92,6 +92,7 @@ if TYPE_CHECKING:
     from chronomem.stores.sqlite import SQLiteStore
     from chronomem.transfer.generative_agents import GAImportReport
     from chronomem.transfer.migrate import MigratedSpace, migrate
+    from chronomem.writing.anchors import Anchor, EmbeddingImportance
     from chronomem.writing.importance import HeuristicImportance, ImportanceScorer, LLMImportance
 
 __version__ = "0.1.0.dev0"
@@ -100,6 +101,7 @@ __all__ = [
     "Access",
     "AccessDeniedError",
     "Ancestor",
+    "Anchor",
     "AuditEntry",
     "Breakdown",
     "CausalConfig",
@@ -119,6 +121,7 @@ __all__ = [
     "Embedder",
     "EmbedderError",
     "EmbedderMismatchError",
+    "EmbeddingImportance",
     "Event",
     "EventKind",
     "EvidenceStatus",
@@ -185,6 +188,7 @@ _HOMES: dict[str, str] = {
     "Access": "chronomem.model.review",
     "AccessDeniedError": "chronomem.errors",
     "Ancestor": "chronomem.model",
+    "Anchor": "chronomem.writing.anchors",
     "AuditEntry": "chronomem.model",
     "Breakdown": "chronomem.model",
     "CausalConfig": "chronomem.config",
@@ -202,6 +206,7 @@ _HOMES: dict[str, str] = {
     "DepthWeighting": "chronomem.config",
     "EMBEDDING_KEY": "chronomem.model",
     "Embedder": "chronomem.embedders.base",
+    "EmbeddingImportance": "chronomem.writing.anchors",
     "EmbedderError": "chronomem.errors",
     "EmbedderMismatchError": "chronomem.errors",
     "Event": "chronomem.model",

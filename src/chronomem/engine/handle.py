@@ -36,6 +36,7 @@ from chronomem.model.record import Record
 from chronomem.retrieval.index import SpaceIndex
 from chronomem.stores import open_store
 from chronomem.stores.base import EmbeddingMeta, MemoryStore
+from chronomem.writing.anchors import EmbeddingImportance
 from chronomem.writing.importance import HeuristicImportance, ImportanceScorer
 
 __all__ = ["Handle", "open_handle"]
@@ -158,6 +159,11 @@ def _default_embedder() -> Embedder:
     return SentenceTransformerEmbedder()
 
 
+def _default_importance(embedder: Embedder | None) -> ImportanceScorer:
+    """Without ``importance=``: anchor similarity with the Memory's embedder, else keywords."""
+    return HeuristicImportance() if embedder is None else EmbeddingImportance(embedder)
+
+
 def _check_embedder(store: MemoryStore, embedder: Embedder | None) -> EmbeddingMeta:
     """The store's embedding metadata; a store built with another model or dimension than
     ``embedder`` is refused. Reads only: a store without vectors records the embedder's
@@ -252,7 +258,7 @@ def open_handle(
             preset=config,
             embedder=chosen,
             gate=write_gate or WriteGate(),
-            importance=importance or HeuristicImportance(),
+            importance=importance or _default_importance(chosen),
             llm=llm,
             reflection=reflection or ReflectionConfig(),
             passages=passages,

@@ -95,8 +95,10 @@ class MemoryView:
             space: the namespace inside the store; nothing crosses spaces.
             synchronous: SQLite durability, ``"FULL"`` (default) or ``"NORMAL"``.
             write_gate: the near-duplicate gate for facts and instructions.
-            importance: scores records written without importance (default: the heuristic;
-                or :class:`~chronomem.LLMImportance`).
+            importance: scores records written without importance; when given (e.g.
+                :class:`~chronomem.LLMImportance`) it is always used. Default: with an embedder,
+                :class:`~chronomem.EmbeddingImportance` (similarity to described anchor
+                events); with ``embedder=None``, :class:`~chronomem.HeuristicImportance`.
             llm: the model reflection uses when a call does not pass one.
             reflection: when and how to reflect (:class:`~chronomem.config.ReflectionConfig`).
             passages: also embed each sentence of a record of several sentences, so a fact said

@@ -27,6 +27,7 @@ from chronomem.model.audit import AuditEntry
 from chronomem.model.record import EvidenceStatus, WriteResult
 from chronomem.stores.base import StoredRecord
 from chronomem.text import passages
+from chronomem.writing.anchors import EmbeddingImportance
 from chronomem.writing.drafts import REMEMBER_FIELDS, Draft, build_drafts
 from chronomem.writing.gate import find_duplicate, same_batch_duplicate
 
@@ -102,8 +103,13 @@ def write(
         if without:
             where = "the record has" if len(drafts) == 1 else f"item {without[0]} has"
             h.check_missing_vectors(where)
-    drafts = _score_missing(h, drafts)
+    # Scoring comes first (a failing LLM scorer costs no embedding and records no dimension),
+    # except for the anchor scorer, which reuses the vectors embedding makes.
+    embedded_here = [d.embedding is None and h.embedder is not None for d in drafts]
+    if not _reuses_vectors(h):
+        drafts = _score_missing(h, drafts, embedded_here)
     drafts = _embed_missing(h, drafts, progress=progress)
+    drafts = _score_missing(h, drafts, embedded_here)  # nothing left to score unless reuses
     with h.store.write():
         results = _store_drafts(h, drafts, now=now, actor=actor, reason=reason)
         if after is not None:
@@ -111,12 +117,27 @@ def write(
         return results
 
 
-def _score_missing(h: Handle, drafts: list[Draft]) -> list[Draft]:
-    """Importance from the configured scorer for records written without one (batched)."""
+def _reuses_vectors(h: Handle) -> bool:
+    """The Memory's importance scorer is the anchor scorer over the Memory's own embedder."""
+    return isinstance(h.importance, EmbeddingImportance) and h.importance.embedder is h.embedder
+
+
+def _score_missing(h: Handle, drafts: list[Draft], embedded_here: list[bool]) -> list[Draft]:
+    """Importance from the configured scorer for records written without one (batched). The
+    anchor scorer reuses the vectors this write's embedder call made (``embedded_here``)."""
     missing = [i for i, d in enumerate(drafts) if d.needs_importance]
     if not missing:
         return drafts
-    scores = h.importance.score([drafts[i].record.text for i in missing])
+    scorer = h.importance
+    vectors = [v for i in missing if embedded_here[i] and (v := drafts[i].embedding) is not None]
+    if (
+        isinstance(scorer, EmbeddingImportance)
+        and _reuses_vectors(h)
+        and len(vectors) == len(missing)
+    ):
+        scores = scorer.score_vectors(np.stack(vectors))
+    else:  # other scorers, and records with a caller's vector: from the texts
+        scores = scorer.score([drafts[i].record.text for i in missing])
     if len(scores) != len(missing):
         raise InvalidInputError(
             f"the importance scorer returned {len(scores)} scores for {len(missing)} texts"

@@ -1,8 +1,10 @@
 """Importance ("poignancy", 1..10) for records written without one (DESIGN §3).
 
-Two scorers: :class:`HeuristicImportance` — transparent, documented rules, no model, the default —
-and :class:`LLMImportance`, the paper's prompt with the answer validated. A failed LLM answer is an
-error, or, only when a ``fallback`` scorer is given, that scorer's value; never ``None``.
+Two scorers here: :class:`HeuristicImportance` — transparent, documented rules, no model, the
+default of a Memory without an embedder — and :class:`LLMImportance`, the paper's prompt with the
+answer validated. A failed LLM answer is an error, or, only when a ``fallback`` scorer is given,
+that scorer's value; never ``None``. With an embedder the default is the anchor scorer
+(:mod:`chronomem.writing.anchors`).
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ _ROUTINE = _words(
 
 @dataclass(frozen=True, slots=True)
 class HeuristicImportance:
-    """The default scorer: keyword rules, documented above and in docs/reflection.md."""
+    """Keyword rules, documented above and in docs/reflection.md (the default without an
+    embedder)."""
 
     def score_one(self, text: str) -> float:
         life = bool(_LIFE.search(text))
