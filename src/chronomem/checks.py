@@ -154,11 +154,18 @@ def positive_duration(value: object, name: str) -> timedelta:
     return value
 
 
+#: The largest integer a store column holds (SQLite's and PostgreSQL's 64-bit integers).
+MAX_INT = 2**63 - 1
+
+
 def positive_int(value: object, name: str, *, minimum: int = 1) -> int:
-    """An ``int`` of at least ``minimum`` (1: a positive integer; not a boolean)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    """An ``int`` of at least ``minimum`` (1: a positive integer; not a boolean) that a store
+    can hold (at most :data:`MAX_INT`)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_INT:
         what = "a positive integer" if minimum == 1 else f"an integer of at least {minimum}"
-        raise InvalidInputError(f"{name} must be {what}; got {value!r}", field=name)
+        raise InvalidInputError(
+            f"{name} must be {what} of at most 2**63 - 1; got {value!r:.40}", field=name
+        )
     return value
 
 

@@ -363,6 +363,8 @@ API: list[Bad] = [
     Bad("rejecting without a reason", lambda m, s: m.reject(MISSING, ""), INV, "reason"),
     Bad("the access log on as text", lambda m, s: m.set_access_log("on"), INV, "on"),
     Bad("zero accesses", lambda m, s: m.accesses(limit=0), INV, "limit"),
+    Bad("accesses beyond any store", lambda m, s: m.accesses(limit=2**64), INV, "limit"),
+    Bad("browsing beyond any store", lambda m, s: m.records(offset=2**64), INV, "offset"),
     Bad("embedding records in batches of 0", lambda m, s: m.embed_records(batch=0), INV, "batch"),
     Bad("embedding passages in batches of 0", lambda m, s: m.embed_passages(batch=0), INV,
         "batch"),
