@@ -237,19 +237,19 @@ def test_commands_that_do_not_add_to_a_store_create_none(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_write_the_gate_refuses_exits_3(
+def test_a_write_the_gate_refuses_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     common = ("--db", str(tmp_path / "g.db"), "--no-embedder")
     code, first, _ = run(capsys, "remember", "Use pnpm", "--kind", "instruction", *common)
     assert code == 0
     code, out, _ = run(capsys, "remember", "use  PNPM", "--kind", "instruction", *common)
-    assert code == 3
+    assert code == 1
     assert (
         out.strip() == f"not stored: near-duplicate of {first.strip()} (the same normalised text)"
     )
     code, out, _ = run(capsys, "remember", "use pnpm", "--kind", "instruction", "--json", *common)
-    assert code == 3
+    assert code == 1
     assert json.loads(out)["stored"] is False
 
 

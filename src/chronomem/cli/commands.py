@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 __all__: list[str] = []
 
 
-#: The exit code of a write the write gate refused (errors exit 1, usage errors 2).
-REFUSED = 3
+#: The exit code of a write the write gate refused: like every refusal or failure (see
+#: ``main.EXIT_CODES``).
+REFUSED = 1
 
 
 def remember_command(args: argparse.Namespace, cfg: Settings) -> int:
@@ -176,8 +177,8 @@ def audit_command(args: argparse.Namespace, cfg: Settings) -> int:
     for e in entries:
         detail = f"  {json.dumps(dict(e.detail))}" if e.detail else ""
         why = f"  reason: {e.reason}" if e.reason else ""
-        when = short_time(e.at)
-        print(f"{e.seq:>5}  {when}  {e.action:<9} {e.record_id}  by {e.actor}{why}{detail}")
+        when, who = short_time(e.at), e.actor or "unknown"
+        print(f"{e.seq:>5}  {when}  {e.action:<9} {e.record_id}  by {who}{why}{detail}")
     if not entries:
         print("no lifecycle changes recorded")
     return 0
@@ -430,7 +431,8 @@ def access_log_command(args: argparse.Namespace, cfg: Settings) -> int:
         print_json([a.to_dict() for a in found])
         return 0
     for a in found:
-        print(f"{short_time(a.at)}  {a.verb:<6} {a.record_id}  by {a.actor}  {a.query or ''}")
+        who = a.actor or "unknown"
+        print(f"{short_time(a.at)}  {a.verb:<6} {a.record_id}  by {who}  {a.query or ''}")
     if not found:
         print("no reads logged (is the access log on? chronomem access-log on)")
     return 0

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from chronomem.cli.civilization import run_civilization
+from chronomem.cli.host import invocation
 from chronomem.cli.render import format_hit
 from chronomem.clock import SimClock
 from chronomem.engine import Memory
@@ -208,8 +209,9 @@ def run_demo(*, db: str, fresh: bool, threads: int | None, llm: LLMClient | None
     _instructions_that_forget(path, embedder)
     run_civilization(path, embedder, _title)
     _reflection(path, clock, embedder, llm)
-    print(f"\nDone. Inspect the store with:  chronomem stats --db {path} --no-embedder")
-    print(f"                                 chronomem audit --db {path} --no-embedder")
+    run = invocation()
+    print(f"\nDone. Inspect the store with:  {run} stats --db {path} --no-embedder")
+    print(f"                                 {run} audit --db {path} --no-embedder")
     return 0
 
 

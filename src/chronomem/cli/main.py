@@ -1,9 +1,10 @@
 """The ``chronomem`` command: a thin adapter over :class:`~chronomem.Memory` — the parser and
 the entry point (the commands are ``commands.py`` and ``service.py``, rendering ``render.py``).
 
-Configuration is read in exactly one place, :func:`~chronomem.cli.settings.settings`. Every
-``ChronomemError`` becomes a one-line message on stderr and exit code 1; usage errors exit with 2;
-a write the write gate refused exits with 3.
+Configuration is read in exactly one place, :func:`~chronomem.cli.settings.settings`. Exit codes
+(:data:`EXIT_CODES`): 0 done; 1 refused or failed — every ``ChronomemError`` becomes a one-line
+message on stderr, and a write the write gate refused prints ``not stored: ...``; 2 usage (an
+unknown flag, a missing argument, a value of the wrong form: argparse's message and usage).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 
+from chronomem import __version__
 from chronomem.cli import commands, service
 from chronomem.cli.settings import settings
 from chronomem.clock import require_aware
@@ -22,7 +24,18 @@ from chronomem.errors import ChronomemError, InvalidInputError
 from chronomem.model.event import EventKind
 from chronomem.model.record import Kind, Sensitivity
 
-__all__ = ["build_parser", "main"]
+__all__ = ["EXIT_CODES", "build_parser", "main"]
+
+#: The exit codes of every command (README "Command line", docs/cli.md).
+EXIT_CODES = {
+    0: "done",
+    1: "refused or failed: a one-line `chronomem: error: ...` on stderr (bad value, missing "
+    "record, conflict, store or model problem), or a write the write gate refused "
+    "(`not stored: ...`)",
+    2: "usage: unknown command or flag, missing argument, a value of the wrong form "
+    "(argparse prints the usage)",
+    130: "interrupted (Ctrl-C)",
+}
 
 
 def _instant(text: str) -> datetime:
@@ -82,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="chronomem",
         description="A memory engine for LLM agents and multi-agent simulations.",
     )
+    parser.add_argument("--version", action="version", version=f"chronomem {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("remember", parents=[common], help="store a memory")
@@ -372,8 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    cfg = settings(args, os.environ)
     try:
+        cfg = settings(args, os.environ)
         return int(args.func(args, cfg))
     except ChronomemError as exc:
         message = str(exc).strip().replace("\n", " ")

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from chronomem.cli.host import os_user
 from chronomem.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -35,17 +36,23 @@ class Settings:
 
 def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     """The one place the CLI reads its environment: ``CHRONOMEM_DB``, ``CHRONOMEM_SPACE``,
-    ``CHRONOMEM_TORCH_THREADS``, ``CHRONOMEM_ACTOR`` (else ``USER``) for the audit log, and
+    ``CHRONOMEM_TORCH_THREADS``, ``CHRONOMEM_ACTOR`` (else ``USER``, else the OS account's name,
+    else ``uid N``: never nobody) for the audit log, and
     ``CHRONOMEM_LLM_URL`` / ``CHRONOMEM_LLM_MODEL`` / ``CHRONOMEM_LLM_API_KEY`` for reflection,
     ``CHRONOMEM_URL`` / ``CHRONOMEM_KEY`` to run every verb through a ``chronomem serve``.
     Flags win over the environment; the LLM's API key is read from the environment only."""
     threads = environ.get("CHRONOMEM_TORCH_THREADS")
-    actor = getattr(args, "actor", None) or environ.get("CHRONOMEM_ACTOR") or environ.get("USER")
+    actor = (
+        getattr(args, "actor", None)
+        or environ.get("CHRONOMEM_ACTOR")
+        or environ.get("USER")
+        or os_user()
+    )
     return Settings(
         db=args.db or environ.get("CHRONOMEM_DB") or "chronomem.db",
         space=args.space or environ.get("CHRONOMEM_SPACE") or "default",
         embedder=not args.no_embedder,
-        torch_threads=int(threads) if threads else None,
+        torch_threads=_count(threads, "CHRONOMEM_TORCH_THREADS"),
         actor=actor,
         llm_url=getattr(args, "llm_url", None) or environ.get("CHRONOMEM_LLM_URL"),
         llm_model=getattr(args, "model", None) or environ.get("CHRONOMEM_LLM_MODEL"),
@@ -53,6 +60,15 @@ def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
         server=getattr(args, "server", None) or environ.get("CHRONOMEM_URL"),
         key=getattr(args, "key", None) or environ.get("CHRONOMEM_KEY"),
     )
+
+
+def _count(text: str | None, name: str) -> int | None:
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number; got {text!r}") from None
 
 
 def llm_client(cfg: Settings) -> OpenAICompatibleLLM:
