@@ -19,6 +19,7 @@ from chronomem.cli.render import (
 from chronomem.cli.settings import Settings, engine_class, llm_client, open_memory
 from chronomem.config import ReflectionConfig
 from chronomem.errors import ConfigError
+from chronomem.model.record import WriteResult
 from chronomem.retrieval.options import ReadOptions
 
 if TYPE_CHECKING:
@@ -32,22 +33,22 @@ __all__: list[str] = []
 REFUSED = 1
 
 
-def remember_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg, create=True, allow_missing_vectors=args.allow_missing_vectors) as mem:
-        result = mem.remember(
-            args.text,
-            agent=args.agent,
-            kind=args.kind,
-            importance=args.importance,
-            occurred_at=args.occurred_at,
-            domain=args.domain,
-            tags=args.tag or (),
-            evidence=args.evidence or (),
-            supersedes=args.supersedes or (),
-            sensitivity=args.sensitivity,
-            actor=cfg.actor,
-        )
-    if args.json:
+def record_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """``Memory.remember``'s keywords from the flags ``arguments.record_fields`` adds (only those
+    given: ``supersede`` then takes the old record's)."""
+    tags = [*(args.tag or ()), *(args.tags or ())]
+    given = {
+        "importance": args.importance, "occurred_at": args.occurred_at,
+        "valid_from": args.valid_from, "valid_until": args.valid_until, "domain": args.domain,
+        "tags": tags or None, "metadata": args.metadata, "evidence": args.evidence,
+        "event_id": args.event_id, "kind": args.kind, "agent": args.agent,
+        "sensitivity": args.sensitivity,
+    }  # fmt: skip
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _print_write(result: WriteResult, as_json: bool) -> int:
+    if as_json:
         print_json(
             {
                 "stored": result.stored,
@@ -61,6 +62,14 @@ def remember_command(args: argparse.Namespace, cfg: Settings) -> int:
     else:
         print(f"not stored: {result.reason}")
     return 0 if result.stored else REFUSED
+
+
+def remember_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg, create=True, allow_missing_vectors=args.allow_missing_vectors) as mem:
+        result = mem.remember(
+            args.text, supersedes=args.supersedes or (), actor=cfg.actor, **record_fields(args)
+        )
+    return _print_write(result, args.json)
 
 
 def recall_command(args: argparse.Namespace, cfg: Settings) -> int:
@@ -100,16 +109,10 @@ def show_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 def supersede_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg, allow_missing_vectors=args.allow_missing_vectors) as mem:
-        fields: dict[str, Any] = {}
-        if args.kind:
-            fields["kind"] = args.kind
-        if args.importance is not None:
-            fields["importance"] = args.importance
-        if args.valid_from is not None:
-            fields["valid_from"] = args.valid_from
-        result = mem.supersede(args.ids, args.text, reason=args.reason, actor=cfg.actor, **fields)
-    print(result.id)
-    return 0
+        result = mem.supersede(
+            args.ids, args.text, reason=args.reason, actor=cfg.actor, **record_fields(args)
+        )
+    return _print_write(result, args.json)
 
 
 def close_command(args: argparse.Namespace, cfg: Settings) -> int:

@@ -13,14 +13,19 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from datetime import datetime
 
 from chronomem import __version__
 from chronomem.cli import commands, service
+from chronomem.cli.arguments import (
+    instant,
+    missing_vectors_flag,
+    reason_flag,
+    record_fields,
+    signal,
+)
 from chronomem.cli.settings import settings
-from chronomem.clock import require_aware
 from chronomem.config import PRESETS
-from chronomem.errors import ChronomemError, InvalidInputError
+from chronomem.errors import ChronomemError
 from chronomem.model.event import EventKind
 from chronomem.model.record import Kind, Sensitivity
 
@@ -36,41 +41,6 @@ EXIT_CODES = {
     "(argparse prints the usage)",
     130: "interrupted (Ctrl-C)",
 }
-
-
-def _instant(text: str) -> datetime:
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not an ISO 8601 instant (e.g. 2024-01-31T09:00:00Z)"
-        ) from None
-    try:
-        return require_aware(parsed, "time")
-    except InvalidInputError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} has no UTC offset; add one, e.g. {text}Z or {text}+02:00"
-        ) from None
-
-
-def _signal(text: str) -> str | float:
-    if text in {"helpful", "harmful"}:
-        return text
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: use helpful, harmful, or a number in [-1, 1]"
-        ) from None
-
-
-def _missing_vectors_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--allow-missing-vectors",
-        action="store_true",
-        help="with --no-embedder on a store built with a model: store records without a "
-        "vector (lexical only until `chronomem embed-records`) instead of refusing",
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,19 +68,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"chronomem {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("remember", parents=[common], help="store a memory")
+    lifecycle = argparse.ArgumentParser(add_help=False, parents=[common])
+    lifecycle.add_argument(
+        "--actor", help="who makes the change (default: $CHRONOMEM_ACTOR, $USER, the OS user)"
+    )
+
+    p = sub.add_parser("remember", parents=[lifecycle], help="store a memory")
     p.add_argument("text")
     p.add_argument("--agent", default="default", help="whose memory (default: 'default')")
     p.add_argument("--kind", default="observation", choices=[k.value for k in Kind])
-    p.add_argument("--importance", type=float, help="1 (mundane) .. 10 (life-changing)")
-    p.add_argument("--occurred-at", type=_instant, help="world time, ISO 8601 with offset")
-    p.add_argument("--domain")
-    p.add_argument("--tag", action="append", help="repeatable")
-    p.add_argument("--evidence", action="append", help="cited record id (repeatable)")
+    record_fields(p)
     p.add_argument("--supersedes", action="append", help="id this record replaces (repeatable)")
     p.add_argument("--sensitivity", default="normal", choices=[s.value for s in Sensitivity])
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    _missing_vectors_flag(p)
     p.set_defaults(func=commands.remember_command)
 
     p = sub.add_parser("recall", parents=[common], help="the best memories for a query")
@@ -119,8 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-k", type=int, help="how many (default: the preset's, 10; generative-agents-code 30)"
     )
-    p.add_argument("--as-of", type=_instant, help="evaluate at this instant (default: now)")
-    p.add_argument("--valid-at", type=_instant, help="world time for validity windows")
+    p.add_argument("--as-of", type=instant, help="evaluate at this instant (default: now)")
+    p.add_argument("--valid-at", type=instant, help="world time for validity windows")
     p.add_argument(
         "--include-history", action="store_true", help="closed and superseded records too"
     )
@@ -140,25 +109,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.show_command)
 
-    lifecycle = argparse.ArgumentParser(add_help=False, parents=[common])
-    lifecycle.add_argument(
-        "--actor", help="who makes the change (default: $CHRONOMEM_ACTOR, $USER)"
+    p = sub.add_parser(
+        "supersede",
+        parents=[lifecycle],
+        help="replace records with a new one",
+        usage="chronomem supersede ID [ID ...] TEXT [options]",
     )
-
-    p = sub.add_parser("supersede", parents=[lifecycle], help="replace records with a new one")
-    p.add_argument("ids", nargs="+", metavar="ID", help="the record(s) replaced")
-    p.add_argument("--text", required=True, help="the replacement")
-    p.add_argument("--reason")
+    p.add_argument(
+        "ids", nargs="+", metavar="ID [ID ...] TEXT", help="the record(s) replaced, then the text"
+    )
+    p.add_argument("--text", help=argparse.SUPPRESS)  # deprecated: the text is positional
+    reason_flag(p)
+    p.add_argument("--agent", help="default: the old record's")
     p.add_argument("--kind", choices=[k.value for k in Kind], help="default: the old record's")
-    p.add_argument("--importance", type=float)
-    p.add_argument("--valid-from", type=_instant, help="when the replacement applies from")
-    _missing_vectors_flag(p)
+    record_fields(p)
+    p.add_argument(
+        "--sensitivity", choices=[s.value for s in Sensitivity], help="default: the old record's"
+    )
     p.set_defaults(func=commands.supersede_command)
 
     p = sub.add_parser("close", parents=[lifecycle], help="close a record without a successor")
     p.add_argument("id")
-    p.add_argument("--reason", required=True)
-    p.add_argument("--valid-until", type=_instant, help="when it stopped applying (default now)")
+    reason_flag(p, required=True)
+    p.add_argument("--valid-until", type=instant, help="when it stopped applying (default now)")
     p.set_defaults(func=commands.close_command)
 
     p = sub.add_parser("history", parents=[common], help="the supersession chain of a record")
@@ -168,18 +141,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("verify", parents=[lifecycle], help="confirm a record is still true")
     p.add_argument("id")
-    p.add_argument("--reason")
+    reason_flag(p)
     p.set_defaults(func=commands.verify_command)
 
     p = sub.add_parser("feedback", parents=[lifecycle], help="rate a record helpful or harmful")
     p.add_argument("id")
-    p.add_argument("signal", type=_signal, help="helpful, harmful, or a number in [-1, 1]")
-    p.add_argument("--reason")
+    p.add_argument("signal", type=signal, help="helpful, harmful, or a number in [-1, 1]")
+    reason_flag(p)
     p.set_defaults(func=commands.feedback_command)
 
     p = sub.add_parser("forget", parents=[lifecycle], help="hard-delete (or purge) a record")
     p.add_argument("id")
-    p.add_argument("--reason", required=True)
+    reason_flag(p, required=True)
     p.add_argument("--purge", action="store_true", help="scrub the bytes from the files too")
     p.set_defaults(func=commands.forget_command)
 
@@ -198,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("event", parents=[common], help="add an event to the causal graph")
     p.add_argument("text")
     p.add_argument("--kind", default="happening", choices=[k.value for k in EventKind])
-    p.add_argument("--occurred-at", type=_instant, help="world time (default: now)")
+    p.add_argument("--occurred-at", type=instant, help="world time (default: now)")
     p.add_argument("--scope", help="institution, district... (for the scope fallback)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.event_command)
@@ -213,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ancestors", parents=[common], help="the causes of an event")
     p.add_argument("id", help="event id")
     p.add_argument("--max-depth", type=int, default=4)
-    p.add_argument("--as-of", type=_instant)
+    p.add_argument("--as-of", type=instant)
     p.add_argument("--descendants", action="store_true", help="its effects instead")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.ancestors_command)
@@ -224,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", action="append", help="whose memories (repeatable; default: all)")
     p.add_argument("-k", type=int, default=12)
     p.add_argument("--budget-tokens", type=int, help="cap the block (≈4 characters a token)")
-    p.add_argument("--as-of", type=_instant)
+    p.add_argument("--as-of", type=instant)
     p.add_argument("--preset", choices=sorted(PRESETS))
     p.add_argument("--no-touch", action="store_true")
     p.add_argument("--json", action="store_true")
@@ -254,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="chronomem JSONL (default) or a Generative Agents persona's associative_memory",
     )
     p.add_argument("--agent", help="generative-agents: import as this agent (default: its name)")
-    _missing_vectors_flag(p)
+    missing_vectors_flag(p)
     p.set_defaults(func=commands.import_command)
 
     p = sub.add_parser(
@@ -293,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
         "review", parents=[common], help="what to verify, close, supersede or forget (proposals)"
     )
     review.add_argument("--agent", help="only this agent's records")
-    review.add_argument("--as-of", type=_instant, help="review as of this instant")
+    review.add_argument("--as-of", type=instant, help="review as of this instant")
     review.add_argument("--json", action="store_true")
     review.set_defaults(func=commands.review_command)
     review_sub = review.add_subparsers(dest="review_command", metavar="ACTION")
@@ -327,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = core_sub.add_parser("show", parents=[common], help="the agent's blocks (optionally as of)")
     p.add_argument("--agent", required=True)
     p.add_argument("--label", help="only this block")
-    p.add_argument("--as-of", type=_instant, help="the blocks as they stood then")
+    p.add_argument("--as-of", type=instant, help="the blocks as they stood then")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.core_show_command)
     lifecycle_core = argparse.ArgumentParser(add_help=False, parents=[common])
@@ -383,9 +356,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _split_supersede(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``supersede ID [ID ...] TEXT``: the last positional is the text, unless the deprecated
+    ``--text`` gave it."""
+    if args.text is None:
+        if len(args.ids) < 2:
+            parser.error("supersede: give the id(s) replaced, then the new text")
+        args.ids, args.text = args.ids[:-1], args.ids[-1]
+    else:
+        print("chronomem: note: --text is deprecated; give the text last", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "supersede":
+        _split_supersede(parser, args)
     try:
         cfg = settings(args, os.environ)
         return int(args.func(args, cfg))
