@@ -61,7 +61,7 @@ def metadata(text: str) -> dict[str, Any]:
     """``--metadata``: a JSON object."""
     try:
         value = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"{text!r} is not JSON ({exc.msg})") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"{text!r}: give a JSON object, e.g. '{{\"mood\": 3}}'")

@@ -65,7 +65,9 @@ def _print_write(result: WriteResult, as_json: bool) -> int:
 
 
 def remember_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg, create=True, allow_missing_vectors=args.allow_missing_vectors) as mem:
+    with open_memory(
+        cfg, create=True, allow_missing_vectors=args.allow_missing_vectors, writes=True
+    ) as mem:
         result = mem.remember(
             args.text, supersedes=args.supersedes or (), actor=cfg.actor, **record_fields(args)
         )
@@ -108,7 +110,7 @@ def show_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def supersede_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg, allow_missing_vectors=args.allow_missing_vectors) as mem:
+    with open_memory(cfg, allow_missing_vectors=args.allow_missing_vectors, writes=True) as mem:
         result = mem.supersede(
             args.ids, args.text, reason=args.reason, actor=cfg.actor, **record_fields(args)
         )
@@ -116,7 +118,7 @@ def supersede_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def close_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, writes=True) as mem:
         record = mem.close_record(
             args.id, args.reason, valid_until=args.valid_until, actor=cfg.actor
         )
@@ -136,21 +138,21 @@ def history_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def verify_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, writes=True) as mem:
         record = mem.verify(args.id, actor=cfg.actor, reason=args.reason)
     print(f"{record.id} verified at {record.last_verified_at}")
     return 0
 
 
 def feedback_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, writes=True) as mem:
         record = mem.feedback(args.id, args.signal, args.reason, actor=cfg.actor)
     print(f"{record.id} feedback score {record.feedback_score:g}")
     return 0
 
 
 def forget_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, writes=True) as mem:
         result = mem.forget(args.id, args.reason, purge=args.purge, actor=cfg.actor)
     what = "purged" if result.purged else "deleted"
     print(f"{result.record_id} {what}")
@@ -188,7 +190,7 @@ def audit_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def event_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg, create=True) as mem:
+    with open_memory(cfg, create=True, writes=True) as mem:
         event = mem.add_event(
             args.text, occurred_at=args.occurred_at, kind=args.kind, scope=args.scope
         )
@@ -200,7 +202,7 @@ def event_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def link_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, writes=True) as mem:
         if args.remove:
             removed = mem.unlink(args.cause, args.effect)
             print("removed" if removed else "no such link")
@@ -250,7 +252,7 @@ def context_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 def reflect_command(args: argparse.Namespace, cfg: Settings) -> int:
     config = ReflectionConfig(questions=args.questions, insights=args.insights)
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, writes=True) as mem:
         if args.if_due and mem.accumulated_importance(args.agent) < config.threshold:
             total = mem.accumulated_importance(args.agent)
             print(f"not due: {args.agent} has accumulated {total:g} of {config.threshold:g}")
@@ -348,6 +350,8 @@ def embed_passages_command(args: argparse.Namespace, cfg: Settings) -> int:
 def demo_command(args: argparse.Namespace, cfg: Settings) -> int:
     from chronomem.cli.demo import run_demo
 
+    if cfg.now is not None:
+        raise ConfigError("the demo runs its own simulated clock; --now does not apply to it")
     llm = llm_client(cfg) if cfg.llm_url and cfg.llm_model else None
     return run_demo(
         db=args.db or "demo.chronomem.db", fresh=args.fresh, threads=cfg.torch_threads, llm=llm
@@ -370,7 +374,7 @@ def core_show_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def core_append_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, writes=True) as mem:
         block = mem.core_append(
             args.agent, args.label, args.text, actor=cfg.actor, limit=args.limit
         )
@@ -379,7 +383,7 @@ def core_append_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def core_replace_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, writes=True) as mem:
         block = mem.core_replace(
             args.agent, args.label, args.old, args.new, actor=cfg.actor, limit=args.limit
         )
@@ -410,14 +414,14 @@ def review_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def approve_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, writes=True) as mem:
         done = mem.approve(args.id, actor=cfg.actor)
     print(f"approved: {done.action.value} {' '.join(done.record_ids)}")
     return 0
 
 
 def reject_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, writes=True) as mem:
         done = mem.reject(args.id, args.reason, actor=cfg.actor)
     print(f"rejected {done.id}: it stays away until its records change")
     return 0

@@ -57,6 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_argument("--key", help="the service's API key (default: $CHRONOMEM_KEY)")
     common.add_argument(
+        "--now",
+        type=instant,
+        help="simulated time: run this command as if it were this instant (default: "
+        "$CHRONOMEM_NOW, else the wall clock); a write refuses a --now before the space's "
+        "newest write",
+    )
+    common.add_argument(
         "--no-embedder",
         action="store_true",
         help="do not load the embedding model: lexical relevance only",

@@ -43,7 +43,7 @@ def format_hit(rank: int, hit: Hit) -> str:
     holders = ",".join(dict.fromkeys(hit.holders or (r.agent,)))
     marker = lifecycle_marker(r)
     line = (
-        f"{rank:>3}  {hit.score:8.4f}  [{holders}] {short_time(r.recorded_at)}  "
+        f"{rank:>3}  {hit.score:8.4f}  [{holders}] {short_time(r.occurred_at)}  "
         f"imp {r.importance:g}  {r.id}{marker}\n     {r.text}"
     )
     b = hit.breakdown
@@ -81,4 +81,4 @@ def format_record(r: Record) -> str:
 
 
 def print_record_line(r: Record) -> None:
-    print(f"{r.id}  {short_time(r.recorded_at)}  [{r.kind.value}]{lifecycle_marker(r)}  {r.text}")
+    print(f"{r.id}  {short_time(r.occurred_at)}  [{r.kind.value}]{lifecycle_marker(r)}  {r.text}")
