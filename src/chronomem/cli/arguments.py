@@ -100,5 +100,4 @@ def record_fields(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--event", dest="event_id", help="the causal event this memory witnesses (event id)"
     )
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
     missing_vectors_flag(p)

@@ -7,10 +7,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from chronomem.cli.render import (
     format_hit,
+    format_link,
     format_record,
     print_json,
     print_record_line,
@@ -31,6 +33,14 @@ __all__: list[str] = []
 #: The exit code of a write the write gate refused: like every refusal or failure (see
 #: ``main.EXIT_CODES``).
 REFUSED = 1
+
+
+def _print(args: argparse.Namespace, value: Any, text: Callable[[], None]) -> None:
+    """``--json``: the value as one JSON document; else the command's text."""
+    if args.json:
+        print_json(value)
+    else:
+        text()
 
 
 def record_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -122,7 +132,7 @@ def close_command(args: argparse.Namespace, cfg: Settings) -> int:
         record = mem.close_record(
             args.id, args.reason, valid_until=args.valid_until, actor=cfg.actor
         )
-    print_record_line(record)
+    _print(args, record, lambda: print_record_line(record))
     return 0
 
 
@@ -140,20 +150,23 @@ def history_command(args: argparse.Namespace, cfg: Settings) -> int:
 def verify_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg, writes=True) as mem:
         record = mem.verify(args.id, actor=cfg.actor, reason=args.reason)
-    print(f"{record.id} verified at {record.last_verified_at}")
+    _print(args, record, lambda: print(f"{record.id} verified at {record.last_verified_at}"))
     return 0
 
 
 def feedback_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg, writes=True) as mem:
         record = mem.feedback(args.id, args.signal, args.reason, actor=cfg.actor)
-    print(f"{record.id} feedback score {record.feedback_score:g}")
+    _print(args, record, lambda: print(f"{record.id} feedback score {record.feedback_score:g}"))
     return 0
 
 
 def forget_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg, writes=True) as mem:
         result = mem.forget(args.id, args.reason, purge=args.purge, actor=cfg.actor)
+    if args.json:
+        print_json(result)
+        return 0
     what = "purged" if result.purged else "deleted"
     print(f"{result.record_id} {what}")
     if result.flagged:
@@ -166,7 +179,9 @@ def forget_command(args: argparse.Namespace, cfg: Settings) -> int:
 def scrub_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
         result = mem.scrub()
-    if result.scrubbed:
+    if args.json:
+        print_json(result)
+    elif result.scrubbed:
         print("scrubbed: no byte of a purged record is left in the store's files")
     else:
         print(f"scrubbed what the store can; {result.remains}")
@@ -205,10 +220,13 @@ def link_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg, writes=True) as mem:
         if args.remove:
             removed = mem.unlink(args.cause, args.effect)
-            print("removed" if removed else "no such link")
+            _print(
+                args, {"removed": removed}, lambda: print("removed" if removed else "no such link")
+            )
             return 0
         link = mem.link(args.cause, args.effect, weight=args.weight)
-    print(f"{link.cause} -> {link.effect}  weight {link.weight:g}  ({link.provenance.value})")
+        texts = {e: mem.get_event(e).text for e in (link.cause, link.effect)}
+    _print(args, link, lambda: print(format_link(link, texts)))
     return 0
 
 
@@ -255,12 +273,17 @@ def reflect_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg, writes=True) as mem:
         if args.if_due and mem.accumulated_importance(args.agent) < config.threshold:
             total = mem.accumulated_importance(args.agent)
-            print(f"not due: {args.agent} has accumulated {total:g} of {config.threshold:g}")
+            due = {"due": False, "accumulated": total, "threshold": config.threshold}
+            _print(args, due, lambda: print(f"not due: {args.agent} has accumulated {total:g} "
+                                            f"of {config.threshold:g}"))  # fmt: skip
             return 0
         if isinstance(mem, engine_class()):
             result = mem.reflect(args.agent, llm=llm_client(cfg), config=config)
         else:  # through the service: its LLM and reflection settings
             result = mem.reflect(args.agent)
+    if args.json:
+        print_json(result)
+        return 0
     print(f"{len(result.records)} reflection(s) for {result.agent} ({result.calls} model calls)")
     for question in result.questions:
         print(f"  Q: {question}")
@@ -273,7 +296,8 @@ def reflect_command(args: argparse.Namespace, cfg: Settings) -> int:
 def export_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
         count = mem.export(args.path)
-    print(f"exported {count} records to {args.path}")
+    exported = {"records": count, "path": args.path}
+    _print(args, exported, lambda: print(f"exported {count} records to {args.path}"))
     return 0
 
 
@@ -287,10 +311,13 @@ def import_command(args: argparse.Namespace, cfg: Settings) -> int:
                     "store (--db), not through --server"
                 )
             ga = mem.import_generative_agents(args.path, agent=args.agent, progress=True)
-        print(ga.summary())
+        _print(args, ga, lambda: print(ga.summary()))
         return 0
     with open_memory(cfg, create=True, allow_missing_vectors=allow) as mem:
         report = mem.import_(args.path)
+    if args.json:
+        print_json(report)
+        return 0
     print(
         f"imported {report.records} records, {report.audit_entries} audit entries, "
         f"{report.events} events and {report.links} links from {report.path}"
@@ -310,6 +337,9 @@ def migrate_command(args: argparse.Namespace, cfg: Settings) -> int:
             f"{report.events} events, {report.links} links"
         )
 
+    if args.json:
+        print_json(migrate(args.source, args.target, spaces=args.spaces))
+        return 0
     print(f"migrating {redact(args.source)} -> {redact(args.target)}")
     reports = migrate(args.source, args.target, spaces=args.spaces, on_space=done)
     print(f"migrated {len(reports)} space(s)")
@@ -336,14 +366,14 @@ def stats_command(args: argparse.Namespace, cfg: Settings) -> int:
 def embed_records_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
         done = mem.embed_records(progress=sys.stderr.isatty())
-    print(f"{done} record(s) gained a vector")
+    _print(args, {"embedded": done}, lambda: print(f"{done} record(s) gained a vector"))
     return 0
 
 
 def embed_passages_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
         done = mem.embed_passages(progress=sys.stderr.isatty())
-    print(f"{done} record(s) gained passage vectors")
+    _print(args, {"embedded": done}, lambda: print(f"{done} record(s) gained passage vectors"))
     return 0
 
 
@@ -378,7 +408,8 @@ def core_append_command(args: argparse.Namespace, cfg: Settings) -> int:
         block = mem.core_append(
             args.agent, args.label, args.text, actor=cfg.actor, limit=args.limit
         )
-    print(f"{block.label}: {len(block.text)} characters ({block.record_id})")
+    _print(args, block, lambda: print(f"{block.label}: {len(block.text)} characters "
+                                      f"({block.record_id})"))  # fmt: skip
     return 0
 
 
@@ -387,7 +418,8 @@ def core_replace_command(args: argparse.Namespace, cfg: Settings) -> int:
         block = mem.core_replace(
             args.agent, args.label, args.old, args.new, actor=cfg.actor, limit=args.limit
         )
-    print(f"{block.label}: {len(block.text)} characters ({block.record_id})")
+    _print(args, block, lambda: print(f"{block.label}: {len(block.text)} characters "
+                                      f"({block.record_id})"))  # fmt: skip
     return 0
 
 
@@ -416,14 +448,16 @@ def review_command(args: argparse.Namespace, cfg: Settings) -> int:
 def approve_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg, writes=True) as mem:
         done = mem.approve(args.id, actor=cfg.actor)
-    print(f"approved: {done.action.value} {' '.join(done.record_ids)}")
+    _print(args, done, lambda: print(f"approved: {done.action.value} "
+                                     f"{' '.join(done.record_ids)}"))  # fmt: skip
     return 0
 
 
 def reject_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg, writes=True) as mem:
         done = mem.reject(args.id, args.reason, actor=cfg.actor)
-    print(f"rejected {done.id}: it stays away until its records change")
+    _print(args, done, lambda: print(f"rejected {done.id}: it stays away until its records "
+                                     "change"))  # fmt: skip
     return 0
 
 
@@ -431,7 +465,8 @@ def access_log_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
         if args.action != "show":
             mem.set_access_log(args.action == "on")
-            print(f"access log {args.action} for space {cfg.space!r}")
+            state = {"access_log": args.action == "on", "space": cfg.space}
+            _print(args, state, lambda: print(f"access log {args.action} for space {cfg.space!r}"))
             return 0
         found = mem.accesses(args.id, limit=args.limit)
     if args.json:

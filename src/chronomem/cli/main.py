@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from chronomem import __version__
-from chronomem.cli import commands, service
+from chronomem.cli import browse, commands, service
 from chronomem.cli.arguments import (
     instant,
     missing_vectors_flag,
@@ -27,7 +27,7 @@ from chronomem.cli.settings import settings
 from chronomem.config import PRESETS
 from chronomem.errors import ChronomemError
 from chronomem.model.event import EventKind
-from chronomem.model.record import Kind, Sensitivity
+from chronomem.model.record import Kind, Sensitivity, Status
 
 __all__ = ["EXIT_CODES", "build_parser", "main"]
 
@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         "$CHRONOMEM_NOW, else the wall clock); a write refuses a --now before the space's "
         "newest write",
     )
+    common.add_argument("--json", action="store_true", help="print the result as one JSON document")
     common.add_argument(
         "--no-embedder",
         action="store_true",
@@ -108,13 +109,43 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--asker", help="who asks (a transcript speaker): first-person queries favour their lines"
     )
-    p.add_argument("--json", action="store_true", help="print hits as JSON")
     p.set_defaults(func=commands.recall_command)
 
     p = sub.add_parser("show", parents=[common], help="one record by id, every field")
     p.add_argument("id")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.show_command)
+
+    paged = argparse.ArgumentParser(add_help=False, parents=[common])
+    paged.add_argument("--since", type=instant, help="from this instant (inclusive)")
+    paged.add_argument("--until", type=instant, help="to this instant (exclusive)")
+    paged.add_argument("--as-of", type=instant, help="as the store stood then (default: now)")
+    paged.add_argument("--limit", type=int, default=20, help="a page of this many (default 20)")
+    paged.add_argument("--offset", type=int, default=0, help="skip this many (paging)")
+
+    p = sub.add_parser(
+        "list", parents=[paged], help="browse records: by agent, kind, state, recording window"
+    )
+    p.add_argument("--agent", action="append", help="whose (repeatable; default: all)")
+    p.add_argument("--kind", action="append", choices=[k.value for k in Kind])
+    p.add_argument(
+        "--state",
+        choices=[s.value for s in Status],
+        help="open, closed or superseded at --as-of (default: what a read would see)",
+    )
+    p.add_argument("--domain")
+    p.add_argument(
+        "--include-history", action="store_true", help="closed and superseded records too"
+    )
+    p.set_defaults(func=browse.list_command)
+
+    p = sub.add_parser("events", parents=[paged], help="browse the causal graph's events")
+    p.add_argument("--kind", action="append", choices=[k.value for k in EventKind])
+    p.add_argument("--scope")
+    p.set_defaults(func=browse.events_command)
+
+    p = sub.add_parser("links", parents=[paged], help="browse the causal graph's links")
+    p.add_argument("--event", help="only the links of this event (as cause or effect)")
+    p.set_defaults(func=browse.links_command)
 
     p = sub.add_parser(
         "supersede",
@@ -143,7 +174,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("history", parents=[common], help="the supersession chain of a record")
     p.add_argument("id")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.history_command)
 
     p = sub.add_parser("verify", parents=[lifecycle], help="confirm a record is still true")
@@ -172,7 +202,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("audit", parents=[common], help="the log of lifecycle changes")
     p.add_argument("id", nargs="?", help="only this record's")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.audit_command)
 
     p = sub.add_parser("event", parents=[common], help="add an event to the causal graph")
@@ -180,7 +209,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", default="happening", choices=[k.value for k in EventKind])
     p.add_argument("--occurred-at", type=instant, help="world time (default: now)")
     p.add_argument("--scope", help="institution, district... (for the scope fallback)")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.event_command)
 
     p = sub.add_parser("link", parents=[common], help="add (or --remove) a causal link")
@@ -195,7 +223,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-depth", type=int, default=4)
     p.add_argument("--as-of", type=instant)
     p.add_argument("--descendants", action="store_true", help="its effects instead")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.ancestors_command)
 
     p = sub.add_parser("context", parents=[common], help="a prompt-ready context block")
@@ -207,7 +234,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--as-of", type=instant)
     p.add_argument("--preset", choices=sorted(PRESETS))
     p.add_argument("--no-touch", action="store_true")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.context_command)
 
     p = sub.add_parser("reflect", parents=[common], help="reflect with an LLM (cited insights)")
@@ -243,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--from", dest="source", required=True, help="source: a path or a URL")
     p.add_argument("--to", dest="target", required=True, help="target: a path or a URL")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument(
         "--space",
         dest="spaces",
@@ -252,7 +279,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.migrate_command, db=None, space=None, no_embedder=True)
 
     p = sub.add_parser("stats", parents=[common], help="counts, store and embedder")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.stats_command)
 
     p = sub.add_parser(
@@ -274,7 +300,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     review.add_argument("--agent", help="only this agent's records")
     review.add_argument("--as-of", type=instant, help="review as of this instant")
-    review.add_argument("--json", action="store_true")
     review.set_defaults(func=commands.review_command)
     review_sub = review.add_subparsers(dest="review_command", metavar="ACTION")
     p = review_sub.add_parser("approve", parents=[common], help="apply a proposal")
@@ -293,7 +318,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["on", "off", "show"])
     p.add_argument("id", nargs="?", help="show: only this record's reads")
     p.add_argument("--limit", type=int, default=50)
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.access_log_command)
 
     p = sub.add_parser(
@@ -308,7 +332,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", required=True)
     p.add_argument("--label", help="only this block")
     p.add_argument("--as-of", type=instant, help="the blocks as they stood then")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.core_show_command)
     lifecycle_core = argparse.ArgumentParser(add_help=False, parents=[common])
     lifecycle_core.add_argument("--agent", required=True)
@@ -348,15 +371,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--all-spaces", action="store_true", help="an admin key for every space (else --space)"
     )
     p.add_argument("--label", help="what the key is for")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=service.keys_create_command)
     p = keys_sub.add_parser("list", parents=[common], help="every key (never the secrets)")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=service.keys_list_command)
     p = keys_sub.add_parser("revoke", parents=[common], help="revoke a key by its id")
     p.add_argument("id", help="the key's id (the part after cmk_)")
     p.set_defaults(func=service.keys_revoke_command)
 
+    p = sub.add_parser(
+        "completion",
+        help='print a shell completion script: eval "$(chronomem completion bash)"',
+    )
+    p.add_argument("shell", choices=["bash", "zsh"])
+    p.set_defaults(func=None, db=None, space=None, no_embedder=True, json=False, now=None)
     p = sub.add_parser("demo", parents=[common], help="the end-to-end demo on a real SQLite file")
     p.add_argument("--fresh", action="store_true", help="delete the demo store first")
     p.set_defaults(func=commands.demo_command)
@@ -379,6 +406,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "supersede":
         _split_supersede(parser, args)
+    if args.command in {"serve", "mcp", "demo"} and args.json:
+        parser.error(f"{args.command} has no JSON output")
+    if args.command == "completion":
+        from chronomem.cli.completion import completion_script
+
+        print(completion_script(parser, args.shell), end="")
+        return 0
     try:
         cfg = settings(args, os.environ)
         return int(args.func(args, cfg))

@@ -4,15 +4,21 @@ Pure functions from values to text, shared by the commands and the demo."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from datetime import datetime
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from enum import Enum
 from typing import Any
 
 from chronomem.context.block import record_markers
+from chronomem.model.event import Link
 from chronomem.model.record import Hit, Record
 
 __all__ = [
     "format_hit",
+    "format_link",
+    "jsonable",
     "format_record",
     "lifecycle_marker",
     "print_json",
@@ -22,7 +28,28 @@ __all__ = [
 
 
 def print_json(value: Any) -> None:
-    print(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+    """One JSON document on stdout (what ``--json`` prints, for every command)."""
+    print(json.dumps(jsonable(value), ensure_ascii=False, indent=2, default=str))
+
+
+def jsonable(value: Any) -> Any:
+    """A value as JSON-ready data: a model's own ``to_dict()``, else a dataclass's fields;
+    instants as ISO 8601, enums as their values, tuples as lists."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, Enum):
+        return value.value
+    return value
 
 
 def short_time(value: datetime) -> str:
@@ -80,5 +107,16 @@ def format_record(r: Record) -> str:
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows.items())
 
 
-def print_record_line(r: Record) -> None:
-    print(f"{r.id}  {short_time(r.occurred_at)}  [{r.kind.value}]{lifecycle_marker(r)}  {r.text}")
+def print_record_line(r: Record, *, agent: bool = False) -> None:
+    """One record on one line: id, ``occurred_at``, (agent,) kind, lifecycle markers, text."""
+    who = f"{r.agent} " if agent else ""
+    when = short_time(r.occurred_at)
+    print(f"{r.id}  {when}  [{who}{r.kind.value}]{lifecycle_marker(r)}  {r.text}")
+
+
+def format_link(link: Link, texts: Mapping[str, str]) -> str:
+    """``cause -> effect  weight (provenance)``, then the two events' texts."""
+    return (
+        f"{link.cause} -> {link.effect}  weight {link.weight:g}  ({link.provenance.value})\n"
+        f"    {texts.get(link.cause, '?')}  ->  {texts.get(link.effect, '?')}"
+    )

@@ -104,7 +104,10 @@ def keys_revoke_command(args: argparse.Namespace, cfg: Settings) -> int:
         key = revoke_key(store, args.id, now=cfg.now or SystemClock().now())
     finally:
         store.close()
-    print(f"{key.id} revoked")
+    if args.json:
+        print_json(key.to_dict())
+    else:
+        print(f"{key.id} revoked")
     return 0
 
 
