@@ -7,15 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from chronomem.cli.main import build_parser, main
+from chronomem.cli.main import build_parser
+
+from .invoke import run
 
 DAY = "2024-03-0{}T09:00:00Z"
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

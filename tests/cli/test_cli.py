@@ -10,13 +10,9 @@ import pytest
 
 from chronomem.cli.main import build_parser, main
 
+from .invoke import run
+
 README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_remember_recall_show_stats_export_import(

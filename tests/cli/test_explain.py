@@ -4,7 +4,6 @@ add up to the printed score; ids are shown in full or as unique prefixes."""
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 import pytest
 
@@ -12,11 +11,9 @@ from chronomem import PRESETS, Memory, ScoringConfig, SimClock
 from chronomem.cli.render import format_hit, unique_prefixes
 
 from ..conftest import T0
+from ..retrieval.test_contributions import MULTIPLICATIVE
 from ..scenario import QUERY, populate, populate_graph
 
-MULTIPLICATIVE = replace(
-    PRESETS["default"], causal=replace(PRESETS["default"].causal, fusion="multiplicative")
-)
 PART = re.compile(r"^   ([ +]) (.*?)\s+= +(-?\d+\.\d{4})$")
 SCORE = re.compile(r"^   = score\s+(-?\d+\.\d{4})  \[")
 

@@ -8,13 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from chronomem.cli.main import build_parser, main
+from chronomem.cli.main import build_parser
 
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
+from .invoke import run
 
 
 def test_now_stamps_the_write_and_the_read(

@@ -10,11 +10,7 @@ import pytest
 
 from chronomem.cli.main import build_parser, main
 
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
+from .invoke import run
 
 
 def test_remember_takes_every_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
