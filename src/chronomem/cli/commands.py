@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chronomem.cli.render import (
     format_hit,
@@ -24,9 +24,6 @@ from chronomem.errors import ConfigError
 from chronomem.model.record import WriteResult
 from chronomem.retrieval.options import ReadOptions
 
-if TYPE_CHECKING:
-    from chronomem.model.review import Proposal
-
 __all__: list[str] = []
 
 
@@ -35,7 +32,7 @@ __all__: list[str] = []
 REFUSED = 1
 
 
-def _print(args: argparse.Namespace, value: Any, text: Callable[[], None]) -> None:
+def print_result(args: argparse.Namespace, value: Any, text: Callable[[], None]) -> None:
     """``--json``: the value as one JSON document; else the command's text."""
     if args.json:
         print_json(value)
@@ -132,7 +129,7 @@ def close_command(args: argparse.Namespace, cfg: Settings) -> int:
         record = mem.close_record(
             args.id, args.reason, valid_until=args.valid_until, actor=cfg.actor
         )
-    _print(args, record, lambda: print_record_line(record))
+    print_result(args, record, lambda: print_record_line(record))
     return 0
 
 
@@ -150,14 +147,16 @@ def history_command(args: argparse.Namespace, cfg: Settings) -> int:
 def verify_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg, writes=True) as mem:
         record = mem.verify(args.id, actor=cfg.actor, reason=args.reason)
-    _print(args, record, lambda: print(f"{record.id} verified at {record.last_verified_at}"))
+    print_result(args, record, lambda: print(f"{record.id} verified at {record.last_verified_at}"))
     return 0
 
 
 def feedback_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg, writes=True) as mem:
         record = mem.feedback(args.id, args.signal, args.reason, actor=cfg.actor)
-    _print(args, record, lambda: print(f"{record.id} feedback score {record.feedback_score:g}"))
+    print_result(
+        args, record, lambda: print(f"{record.id} feedback score {record.feedback_score:g}")
+    )
     return 0
 
 
@@ -220,13 +219,12 @@ def link_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg, writes=True) as mem:
         if args.remove:
             removed = mem.unlink(args.cause, args.effect)
-            _print(
-                args, {"removed": removed}, lambda: print("removed" if removed else "no such link")
-            )
+            said = "removed" if removed else "no such link"
+            print_result(args, {"removed": removed}, lambda: print(said))
             return 0
         link = mem.link(args.cause, args.effect, weight=args.weight)
         texts = {e: mem.get_event(e).text for e in (link.cause, link.effect)}
-    _print(args, link, lambda: print(format_link(link, texts)))
+    print_result(args, link, lambda: print(format_link(link, texts)))
     return 0
 
 
@@ -274,8 +272,8 @@ def reflect_command(args: argparse.Namespace, cfg: Settings) -> int:
         if args.if_due and mem.accumulated_importance(args.agent) < config.threshold:
             total = mem.accumulated_importance(args.agent)
             due = {"due": False, "accumulated": total, "threshold": config.threshold}
-            _print(args, due, lambda: print(f"not due: {args.agent} has accumulated {total:g} "
-                                            f"of {config.threshold:g}"))  # fmt: skip
+            said = f"not due: {args.agent} has accumulated {total:g} of {config.threshold:g}"
+            print_result(args, due, lambda: print(said))
             return 0
         if isinstance(mem, engine_class()):
             result = mem.reflect(args.agent, llm=llm_client(cfg), config=config)
@@ -297,7 +295,7 @@ def export_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
         count = mem.export(args.path)
     exported = {"records": count, "path": args.path}
-    _print(args, exported, lambda: print(f"exported {count} records to {args.path}"))
+    print_result(args, exported, lambda: print(f"exported {count} records to {args.path}"))
     return 0
 
 
@@ -311,7 +309,7 @@ def import_command(args: argparse.Namespace, cfg: Settings) -> int:
                     "store (--db), not through --server"
                 )
             ga = mem.import_generative_agents(args.path, agent=args.agent, progress=True)
-        _print(args, ga, lambda: print(ga.summary()))
+        print_result(args, ga, lambda: print(ga.summary()))
         return 0
     with open_memory(cfg, create=True, allow_missing_vectors=allow) as mem:
         report = mem.import_(args.path)
@@ -366,14 +364,16 @@ def stats_command(args: argparse.Namespace, cfg: Settings) -> int:
 def embed_records_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
         done = mem.embed_records(progress=sys.stderr.isatty())
-    _print(args, {"embedded": done}, lambda: print(f"{done} record(s) gained a vector"))
+    print_result(args, {"embedded": done}, lambda: print(f"{done} record(s) gained a vector"))
     return 0
 
 
 def embed_passages_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
         done = mem.embed_passages(progress=sys.stderr.isatty())
-    _print(args, {"embedded": done}, lambda: print(f"{done} record(s) gained passage vectors"))
+    print_result(
+        args, {"embedded": done}, lambda: print(f"{done} record(s) gained passage vectors")
+    )
     return 0
 
 
@@ -386,95 +386,3 @@ def demo_command(args: argparse.Namespace, cfg: Settings) -> int:
     return run_demo(
         db=args.db or "demo.chronomem.db", fresh=args.fresh, threads=cfg.torch_threads, llm=llm
     )
-
-
-def core_show_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
-        found = mem.core_blocks(args.agent, as_of=args.as_of)
-    found = [b for b in found if args.label is None or b.label == args.label]
-    if args.json:
-        print_json([b.to_dict() for b in found])
-        return 0
-    for block in found:
-        print(f"[{block.label}]  {block.record_id}  {short_time(block.updated_at)}")
-        print("  " + block.text.replace("\n", "\n  "))
-    if not found:
-        print(f"{args.agent} has no core blocks" + (f" labelled {args.label!r}" * bool(args.label)))
-    return 0
-
-
-def core_append_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg, writes=True) as mem:
-        block = mem.core_append(
-            args.agent, args.label, args.text, actor=cfg.actor, limit=args.limit
-        )
-    _print(args, block, lambda: print(f"{block.label}: {len(block.text)} characters "
-                                      f"({block.record_id})"))  # fmt: skip
-    return 0
-
-
-def core_replace_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg, writes=True) as mem:
-        block = mem.core_replace(
-            args.agent, args.label, args.old, args.new, actor=cfg.actor, limit=args.limit
-        )
-    _print(args, block, lambda: print(f"{block.label}: {len(block.text)} characters "
-                                      f"({block.record_id})"))  # fmt: skip
-    return 0
-
-
-def _print_proposal(p: Proposal) -> None:
-    records = " ".join(p.record_ids)
-    print(f"{p.id}  {p.action.value:<9} {p.category:<16} [{p.agent}] {records}")
-    for reason in p.reasons:
-        print(f"    {reason}")
-
-
-def review_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
-        found = mem.review(args.agent, as_of=args.as_of)
-    if args.json:
-        print_json([p.to_dict() for p in found])
-        return 0
-    for proposal in found:
-        _print_proposal(proposal)
-    if not found:
-        print("nothing to review")
-    else:
-        print(f"\n{len(found)} proposal(s): chronomem review approve ID | reject ID --reason …")
-    return 0
-
-
-def approve_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg, writes=True) as mem:
-        done = mem.approve(args.id, actor=cfg.actor)
-    _print(args, done, lambda: print(f"approved: {done.action.value} "
-                                     f"{' '.join(done.record_ids)}"))  # fmt: skip
-    return 0
-
-
-def reject_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg, writes=True) as mem:
-        done = mem.reject(args.id, args.reason, actor=cfg.actor)
-    _print(args, done, lambda: print(f"rejected {done.id}: it stays away until its records "
-                                     "change"))  # fmt: skip
-    return 0
-
-
-def access_log_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
-        if args.action != "show":
-            mem.set_access_log(args.action == "on")
-            state = {"access_log": args.action == "on", "space": cfg.space}
-            _print(args, state, lambda: print(f"access log {args.action} for space {cfg.space!r}"))
-            return 0
-        found = mem.accesses(args.id, limit=args.limit)
-    if args.json:
-        print_json([a.to_dict() for a in found])
-        return 0
-    for a in found:
-        who = a.actor or "unknown"
-        print(f"{short_time(a.at)}  {a.verb:<6} {a.record_id}  by {who}  {a.query or ''}")
-    if not found:
-        print("no reads logged (is the access log on? chronomem access-log on)")
-    return 0

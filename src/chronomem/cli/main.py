@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from chronomem import __version__
-from chronomem.cli import browse, commands, service
+from chronomem.cli import browse, commands, curation, service
 from chronomem.cli.arguments import (
     instant,
     missing_vectors_flag,
@@ -300,17 +300,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     review.add_argument("--agent", help="only this agent's records")
     review.add_argument("--as-of", type=instant, help="review as of this instant")
-    review.set_defaults(func=commands.review_command)
+    review.set_defaults(func=curation.review_command)
     review_sub = review.add_subparsers(dest="review_command", metavar="ACTION")
     p = review_sub.add_parser("approve", parents=[common], help="apply a proposal")
     p.add_argument("id", help="the proposal's id")
     p.add_argument("--actor", help="who approves (default: $CHRONOMEM_ACTOR, $USER)")
-    p.set_defaults(func=commands.approve_command)
+    p.set_defaults(func=curation.approve_command)
     p = review_sub.add_parser("reject", parents=[common], help="reject a proposal, with a reason")
     p.add_argument("id", help="the proposal's id")
     p.add_argument("--reason", required=True)
     p.add_argument("--actor", help="who rejects (default: $CHRONOMEM_ACTOR, $USER)")
-    p.set_defaults(func=commands.reject_command)
+    p.set_defaults(func=curation.reject_command)
 
     p = sub.add_parser(
         "access-log", parents=[common], help="the space's access log: on, off, or show reads"
@@ -318,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["on", "off", "show"])
     p.add_argument("id", nargs="?", help="show: only this record's reads")
     p.add_argument("--limit", type=int, default=50)
-    p.set_defaults(func=commands.access_log_command)
+    p.set_defaults(func=curation.access_log_command)
 
     p = sub.add_parser(
         "mcp", parents=[common], help="an MCP server over stdio: one agent edits its own memory"
@@ -332,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", required=True)
     p.add_argument("--label", help="only this block")
     p.add_argument("--as-of", type=instant, help="the blocks as they stood then")
-    p.set_defaults(func=commands.core_show_command)
+    p.set_defaults(func=curation.core_show_command)
     lifecycle_core = argparse.ArgumentParser(add_help=False, parents=[common])
     lifecycle_core.add_argument("--agent", required=True)
     lifecycle_core.add_argument("--actor", help="who edits (default: $CHRONOMEM_ACTOR, $USER)")
@@ -340,14 +340,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = core_sub.add_parser("append", parents=[lifecycle_core], help="append text to a block")
     p.add_argument("label")
     p.add_argument("text")
-    p.set_defaults(func=commands.core_append_command)
+    p.set_defaults(func=curation.core_append_command)
     p = core_sub.add_parser(
         "replace", parents=[lifecycle_core], help="replace text in a block (a supersession)"
     )
     p.add_argument("label")
     p.add_argument("--old", required=True, help="the text to replace (every occurrence)")
     p.add_argument("--new", required=True, help="its replacement ('' deletes it)")
-    p.set_defaults(func=commands.core_replace_command)
+    p.set_defaults(func=curation.core_replace_command)
 
     p = sub.add_parser(
         "serve", parents=[common], help="run the HTTP service (every verb, per-space API keys)"
