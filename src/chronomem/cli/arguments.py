@@ -94,8 +94,12 @@ def record_fields(p: argparse.ArgumentParser) -> None:
     p.add_argument("--valid-until", type=instant, help="... and closes (default: open)")
     p.add_argument("--domain", help="the write gate compares records of one domain")
     p.add_argument("--tag", action="append", help="a tag (repeatable)")
-    p.add_argument("--tags", type=tag_list, help="tags, comma-separated (with --tag: both)")
-    p.add_argument("--metadata", type=metadata, help="a JSON object kept with the record")
+    p.add_argument(
+        "--tags", type=tag_list, metavar="A,B", help="tags, comma-separated (with --tag: both)"
+    )
+    p.add_argument(
+        "--metadata", type=metadata, metavar="JSON", help="a JSON object kept with the record"
+    )
     p.add_argument("--evidence", action="append", help="a cited record id (repeatable)")
     p.add_argument(
         "--event", dest="event_id", help="the causal event this memory witnesses (event id)"

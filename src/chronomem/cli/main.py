@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--now",
         type=instant,
+        metavar="INSTANT",
         help="simulated time: run this command as if it were this instant (default: "
         "$CHRONOMEM_NOW, else the wall clock); a write refuses a --now before the space's "
         "newest write",
