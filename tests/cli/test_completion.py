@@ -16,13 +16,17 @@ from chronomem.cli.main import main
 def _complete(script: Path, line: str, shell: str = "bash") -> list[str]:
     words = line.split(" ")
     array = " ".join(f"'{w}'" for w in words)
+    # zsh's bashcompinit calls the function in sh emulation (0-based arrays), as here
+    emulate = "emulate -L sh; setopt kshglob noshglob braceexpand; " if shell == "zsh" else ""
     program = (
-        f"source {script}\nCOMP_WORDS=({array})\nCOMP_CWORD={len(words) - 1}\n"
-        "_chronomem\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
+        f"source {script}\n"
+        f"complete_line() {{ {emulate}COMP_WORDS=({array}); COMP_CWORD={len(words) - 1}; "
+        "_chronomem; printf '%s\\n' \"${COMPREPLY[@]}\"; }\ncomplete_line\n"
     )
     argv = ["bash", "-c", program] if shell == "bash" else ["zsh", "-f", "-c", program]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True)
-    return [w for w in done.stdout.split("\n") if w]
+    # zsh's compgen leaves matching the typed prefix to zsh's completion system (compadd)
+    return [w for w in done.stdout.split("\n") if w and w.startswith(words[-1])]
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh"])

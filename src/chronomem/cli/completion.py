@@ -1,6 +1,7 @@
 """``chronomem completion bash|zsh``: a shell completion script generated from the parser itself
 (commands, sub-actions, flags and the choices of flags such as ``--kind``), so it cannot drift
-from the CLI. zsh loads the bash function through ``bashcompinit``."""
+from the CLI. zsh loads the bash function through ``bashcompinit``, which runs it in sh
+emulation (0-based arrays), as bash would."""
 
 from __future__ import annotations
 
@@ -74,5 +75,8 @@ _chronomem() {{
 complete -o default -F _chronomem chronomem
 """
     if shell == "zsh":
-        return "autoload -U +X bashcompinit && bashcompinit\n" + body
+        return (
+            "autoload -U +X compinit && compinit\n"
+            "autoload -U +X bashcompinit && bashcompinit\n" + body
+        )
     return body
