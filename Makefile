@@ -10,7 +10,7 @@ TORCH  := torch==2.13.0
 export CHRONOMEM_TORCH_THREADS ?= 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: demo test check lint chromium screenshots reliability bench bench-speed bench-quality bench-full clean
+.PHONY: demo test check lint docs-cli chromium screenshots reliability bench bench-speed bench-quality bench-full clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ chromium:
 # docs/img/ui-*.png, the web UI's pages on a small scene (docs/ui.md).
 screenshots: $(STAMP) chromium
 	$(PY) docs/screenshots.py
+
+# docs/cli.md's transcript: the test runs the small task from the CLI and rewrites the page
+# (review the diff like code).
+docs-cli: $(STAMP)
+	CHRONOMEM_REGEN_DOCS=1 $(PY) -m pytest -q tests/cli/test_transcript.py
 
 # The reliability suite at full strength (`make test` runs it with CI-sized trial counts): kill -9
 # trials, PostgreSQL restarts, four processes for 30 s, fuzzing, 120 purge layouts; about 15

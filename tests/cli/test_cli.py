@@ -10,13 +10,9 @@ import pytest
 
 from chronomem.cli.main import build_parser, main
 
+from .invoke import run
+
 README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_remember_recall_show_stats_export_import(
@@ -237,19 +233,19 @@ def test_commands_that_do_not_add_to_a_store_create_none(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_write_the_gate_refuses_exits_3(
+def test_a_write_the_gate_refuses_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     common = ("--db", str(tmp_path / "g.db"), "--no-embedder")
     code, first, _ = run(capsys, "remember", "Use pnpm", "--kind", "instruction", *common)
     assert code == 0
     code, out, _ = run(capsys, "remember", "use  PNPM", "--kind", "instruction", *common)
-    assert code == 3
+    assert code == 1
     assert (
         out.strip() == f"not stored: near-duplicate of {first.strip()} (the same normalised text)"
     )
     code, out, _ = run(capsys, "remember", "use pnpm", "--kind", "instruction", "--json", *common)
-    assert code == 3
+    assert code == 1
     assert json.loads(out)["stored"] is False
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from chronomem.cli.host import invocation
 from chronomem.cli.main import main
 
 pytestmark = pytest.mark.slow
@@ -37,5 +38,6 @@ def test_demo_runs_and_shows_its_sections(
     assert "granary gates" in tcmf_riot
     assert "—1.00→ Riot in the market square" in tcmf_riot  # the proximate link, with weight
     assert "[Kendrick, Lettice, Matilda]" in plain_riot  # one hit, every holder
+    assert f"{invocation()} stats --db {db} --no-embedder" in out  # a command that runs here
     assert db.exists()
     assert main(["demo", "--db", str(db)]) == 1  # refuses to clobber without --fresh

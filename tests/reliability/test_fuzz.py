@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chronomem import ChronomemError, InvalidInputError, Memory, Sensitivity
+from chronomem.config import PRESETS
 
 from .conftest import Plan, Seed
 from .harness import row_counts
@@ -174,7 +175,8 @@ def test_fuzzed_reads_answer_within_their_bounds_or_change_nothing(
         if hits is REFUSED:
             return
         outcomes["answered"] += 1
-        k = arguments.get("k", 10)
+        preset = arguments.get("preset")
+        k = arguments.get("k") or (PRESETS[preset] if preset else mem.preset).default_k
         as_of = arguments.get("as_of") or mem.clock.now()
         assert len(hits) <= k
         assert all(h.record.recorded_at <= as_of for h in hits)

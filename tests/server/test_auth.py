@@ -65,6 +65,7 @@ CASES = [
     Case("POST", "/agents/default/core/task/replace", Scope.WRITE, {"old": "ship", "new": "test"}),
     Case("GET", "/stats", Scope.READ),
     Case("POST", "/events", Scope.WRITE, {"text": "a storm", "embedding": [0, 1]}),
+    Case("GET", "/events", Scope.READ),
     Case("GET", "/events/{event}", Scope.READ),
     Case("GET", "/events/{event}/ancestors", Scope.READ),
     Case("POST", "/events/{event}/auto-link", Scope.WRITE, {}),

@@ -134,3 +134,20 @@ def test_a_store_built_for_another_embedder_is_a_clear_conflict(tmp_path: Path) 
     assert answer.status_code == 409
     assert answer.json()["error"] == "EmbedderMismatchError"
     assert "caller-supplied vectors" in answer.json()["detail"]
+
+
+def test_browsing_runs_through_the_service(tmp_path: Path) -> None:
+    with running(tmp_path / "browse.db", embedder=None) as (url, _):
+        on = ("--server", url, "--space", "town", "--json")
+        first = json.loads(_cli("remember", "bread costs 2", "--kind", "fact", *on).stdout)["id"]
+        second = json.loads(_cli("supersede", first, "bread costs 3", *on).stdout)["id"]
+        assert json.loads(_cli("event", "a riot", "--kind", "crisis", *on).stdout)["id"]
+        listed = _cli("list", "--state", "superseded", *on)
+        assert listed.returncode == 0, listed.stderr
+        assert [r["id"] for r in json.loads(listed.stdout)] == [first]
+        assert [r["id"] for r in json.loads(_cli("list", *on).stdout)] == [second]
+        events = _cli("events", "--kind", "crisis", *on)
+        assert [e["text"] for e in json.loads(events.stdout)] == ["a riot"]
+        refused = _cli("list", "--now", "2024-01-01T00:00:00Z", *on)
+        assert refused.returncode == 1
+        assert "space's clock applies" in refused.stderr

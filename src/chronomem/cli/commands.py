@@ -7,10 +7,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from chronomem.cli.render import (
     format_hit,
+    format_link,
     format_record,
     print_json,
     print_record_line,
@@ -19,34 +21,41 @@ from chronomem.cli.render import (
 from chronomem.cli.settings import Settings, engine_class, llm_client, open_memory
 from chronomem.config import ReflectionConfig
 from chronomem.errors import ConfigError
+from chronomem.model.record import WriteResult
 from chronomem.retrieval.options import ReadOptions
-
-if TYPE_CHECKING:
-    from chronomem.model.review import Proposal
 
 __all__: list[str] = []
 
 
-#: The exit code of a write the write gate refused (errors exit 1, usage errors 2).
-REFUSED = 3
+#: The exit code of a write the write gate refused: like every refusal or failure (see
+#: ``main.EXIT_CODES``).
+REFUSED = 1
 
 
-def remember_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg, create=True, allow_missing_vectors=args.allow_missing_vectors) as mem:
-        result = mem.remember(
-            args.text,
-            agent=args.agent,
-            kind=args.kind,
-            importance=args.importance,
-            occurred_at=args.occurred_at,
-            domain=args.domain,
-            tags=args.tag or (),
-            evidence=args.evidence or (),
-            supersedes=args.supersedes or (),
-            sensitivity=args.sensitivity,
-            actor=cfg.actor,
-        )
+def print_result(args: argparse.Namespace, value: Any, text: Callable[[], None]) -> None:
+    """``--json``: the value as one JSON document; else the command's text."""
     if args.json:
+        print_json(value)
+    else:
+        text()
+
+
+def record_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """``Memory.remember``'s keywords from the flags ``arguments.record_fields`` adds (only those
+    given: ``supersede`` then takes the old record's)."""
+    tags = [*(args.tag or ()), *(args.tags or ())]
+    given = {
+        "importance": args.importance, "occurred_at": args.occurred_at,
+        "valid_from": args.valid_from, "valid_until": args.valid_until, "domain": args.domain,
+        "tags": tags or None, "metadata": args.metadata, "evidence": args.evidence,
+        "event_id": args.event_id, "kind": args.kind, "agent": args.agent,
+        "sensitivity": args.sensitivity,
+    }  # fmt: skip
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _print_write(result: WriteResult, as_json: bool) -> int:
+    if as_json:
         print_json(
             {
                 "stored": result.stored,
@@ -60,6 +69,16 @@ def remember_command(args: argparse.Namespace, cfg: Settings) -> int:
     else:
         print(f"not stored: {result.reason}")
     return 0 if result.stored else REFUSED
+
+
+def remember_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(
+        cfg, create=True, allow_missing_vectors=args.allow_missing_vectors, writes=True
+    ) as mem:
+        result = mem.remember(
+            args.text, supersedes=args.supersedes or (), actor=cfg.actor, **record_fields(args)
+        )
+    return _print_write(result, args.json)
 
 
 def recall_command(args: argparse.Namespace, cfg: Settings) -> int:
@@ -98,25 +117,19 @@ def show_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def supersede_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg, allow_missing_vectors=args.allow_missing_vectors) as mem:
-        fields: dict[str, Any] = {}
-        if args.kind:
-            fields["kind"] = args.kind
-        if args.importance is not None:
-            fields["importance"] = args.importance
-        if args.valid_from is not None:
-            fields["valid_from"] = args.valid_from
-        result = mem.supersede(args.ids, args.text, reason=args.reason, actor=cfg.actor, **fields)
-    print(result.id)
-    return 0
+    with open_memory(cfg, allow_missing_vectors=args.allow_missing_vectors, writes=True) as mem:
+        result = mem.supersede(
+            args.ids, args.text, reason=args.reason, actor=cfg.actor, **record_fields(args)
+        )
+    return _print_write(result, args.json)
 
 
 def close_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, writes=True) as mem:
         record = mem.close_record(
             args.id, args.reason, valid_until=args.valid_until, actor=cfg.actor
         )
-    print_record_line(record)
+    print_result(args, record, lambda: print_record_line(record))
     return 0
 
 
@@ -132,22 +145,27 @@ def history_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def verify_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, writes=True) as mem:
         record = mem.verify(args.id, actor=cfg.actor, reason=args.reason)
-    print(f"{record.id} verified at {record.last_verified_at}")
+    print_result(args, record, lambda: print(f"{record.id} verified at {record.last_verified_at}"))
     return 0
 
 
 def feedback_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, writes=True) as mem:
         record = mem.feedback(args.id, args.signal, args.reason, actor=cfg.actor)
-    print(f"{record.id} feedback score {record.feedback_score:g}")
+    print_result(
+        args, record, lambda: print(f"{record.id} feedback score {record.feedback_score:g}")
+    )
     return 0
 
 
 def forget_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, writes=True) as mem:
         result = mem.forget(args.id, args.reason, purge=args.purge, actor=cfg.actor)
+    if args.json:
+        print_json(result)
+        return 0
     what = "purged" if result.purged else "deleted"
     print(f"{result.record_id} {what}")
     if result.flagged:
@@ -160,7 +178,9 @@ def forget_command(args: argparse.Namespace, cfg: Settings) -> int:
 def scrub_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
         result = mem.scrub()
-    if result.scrubbed:
+    if args.json:
+        print_json(result)
+    elif result.scrubbed:
         print("scrubbed: no byte of a purged record is left in the store's files")
     else:
         print(f"scrubbed what the store can; {result.remains}")
@@ -176,15 +196,15 @@ def audit_command(args: argparse.Namespace, cfg: Settings) -> int:
     for e in entries:
         detail = f"  {json.dumps(dict(e.detail))}" if e.detail else ""
         why = f"  reason: {e.reason}" if e.reason else ""
-        when = short_time(e.at)
-        print(f"{e.seq:>5}  {when}  {e.action:<9} {e.record_id}  by {e.actor}{why}{detail}")
+        when, who = short_time(e.at), e.actor or "unknown"
+        print(f"{e.seq:>5}  {when}  {e.action:<9} {e.record_id}  by {who}{why}{detail}")
     if not entries:
         print("no lifecycle changes recorded")
     return 0
 
 
 def event_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg, create=True) as mem:
+    with open_memory(cfg, create=True, writes=True) as mem:
         event = mem.add_event(
             args.text, occurred_at=args.occurred_at, kind=args.kind, scope=args.scope
         )
@@ -196,13 +216,15 @@ def event_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def link_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, writes=True) as mem:
         if args.remove:
             removed = mem.unlink(args.cause, args.effect)
-            print("removed" if removed else "no such link")
+            said = "removed" if removed else "no such link"
+            print_result(args, {"removed": removed}, lambda: print(said))
             return 0
         link = mem.link(args.cause, args.effect, weight=args.weight)
-    print(f"{link.cause} -> {link.effect}  weight {link.weight:g}  ({link.provenance.value})")
+        texts = {e: mem.get_event(e).text for e in (link.cause, link.effect)}
+    print_result(args, link, lambda: print(format_link(link, texts)))
     return 0
 
 
@@ -246,15 +268,20 @@ def context_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 def reflect_command(args: argparse.Namespace, cfg: Settings) -> int:
     config = ReflectionConfig(questions=args.questions, insights=args.insights)
-    with open_memory(cfg) as mem:
+    with open_memory(cfg, writes=True) as mem:
         if args.if_due and mem.accumulated_importance(args.agent) < config.threshold:
             total = mem.accumulated_importance(args.agent)
-            print(f"not due: {args.agent} has accumulated {total:g} of {config.threshold:g}")
+            due = {"due": False, "accumulated": total, "threshold": config.threshold}
+            said = f"not due: {args.agent} has accumulated {total:g} of {config.threshold:g}"
+            print_result(args, due, lambda: print(said))
             return 0
         if isinstance(mem, engine_class()):
             result = mem.reflect(args.agent, llm=llm_client(cfg), config=config)
         else:  # through the service: its LLM and reflection settings
             result = mem.reflect(args.agent)
+    if args.json:
+        print_json(result)
+        return 0
     print(f"{len(result.records)} reflection(s) for {result.agent} ({result.calls} model calls)")
     for question in result.questions:
         print(f"  Q: {question}")
@@ -267,7 +294,8 @@ def reflect_command(args: argparse.Namespace, cfg: Settings) -> int:
 def export_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
         count = mem.export(args.path)
-    print(f"exported {count} records to {args.path}")
+    exported = {"records": count, "path": args.path}
+    print_result(args, exported, lambda: print(f"exported {count} records to {args.path}"))
     return 0
 
 
@@ -281,10 +309,13 @@ def import_command(args: argparse.Namespace, cfg: Settings) -> int:
                     "store (--db), not through --server"
                 )
             ga = mem.import_generative_agents(args.path, agent=args.agent, progress=True)
-        print(ga.summary())
+        print_result(args, ga, lambda: print(ga.summary()))
         return 0
     with open_memory(cfg, create=True, allow_missing_vectors=allow) as mem:
         report = mem.import_(args.path)
+    if args.json:
+        print_json(report)
+        return 0
     print(
         f"imported {report.records} records, {report.audit_entries} audit entries, "
         f"{report.events} events and {report.links} links from {report.path}"
@@ -304,6 +335,9 @@ def migrate_command(args: argparse.Namespace, cfg: Settings) -> int:
             f"{report.events} events, {report.links} links"
         )
 
+    if args.json:
+        print_json(migrate(args.source, args.target, spaces=args.spaces))
+        return 0
     print(f"migrating {redact(args.source)} -> {redact(args.target)}")
     reports = migrate(args.source, args.target, spaces=args.spaces, on_space=done)
     print(f"migrated {len(reports)} space(s)")
@@ -330,107 +364,25 @@ def stats_command(args: argparse.Namespace, cfg: Settings) -> int:
 def embed_records_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
         done = mem.embed_records(progress=sys.stderr.isatty())
-    print(f"{done} record(s) gained a vector")
+    print_result(args, {"embedded": done}, lambda: print(f"{done} record(s) gained a vector"))
     return 0
 
 
 def embed_passages_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
         done = mem.embed_passages(progress=sys.stderr.isatty())
-    print(f"{done} record(s) gained passage vectors")
+    print_result(
+        args, {"embedded": done}, lambda: print(f"{done} record(s) gained passage vectors")
+    )
     return 0
 
 
 def demo_command(args: argparse.Namespace, cfg: Settings) -> int:
     from chronomem.cli.demo import run_demo
 
+    if cfg.now is not None:
+        raise ConfigError("the demo runs its own simulated clock; --now does not apply to it")
     llm = llm_client(cfg) if cfg.llm_url and cfg.llm_model else None
     return run_demo(
         db=args.db or "demo.chronomem.db", fresh=args.fresh, threads=cfg.torch_threads, llm=llm
     )
-
-
-def core_show_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
-        found = mem.core_blocks(args.agent, as_of=args.as_of)
-    found = [b for b in found if args.label is None or b.label == args.label]
-    if args.json:
-        print_json([b.to_dict() for b in found])
-        return 0
-    for block in found:
-        print(f"[{block.label}]  {block.record_id}  {short_time(block.updated_at)}")
-        print("  " + block.text.replace("\n", "\n  "))
-    if not found:
-        print(f"{args.agent} has no core blocks" + (f" labelled {args.label!r}" * bool(args.label)))
-    return 0
-
-
-def core_append_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
-        block = mem.core_append(
-            args.agent, args.label, args.text, actor=cfg.actor, limit=args.limit
-        )
-    print(f"{block.label}: {len(block.text)} characters ({block.record_id})")
-    return 0
-
-
-def core_replace_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
-        block = mem.core_replace(
-            args.agent, args.label, args.old, args.new, actor=cfg.actor, limit=args.limit
-        )
-    print(f"{block.label}: {len(block.text)} characters ({block.record_id})")
-    return 0
-
-
-def _print_proposal(p: Proposal) -> None:
-    records = " ".join(p.record_ids)
-    print(f"{p.id}  {p.action.value:<9} {p.category:<16} [{p.agent}] {records}")
-    for reason in p.reasons:
-        print(f"    {reason}")
-
-
-def review_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
-        found = mem.review(args.agent, as_of=args.as_of)
-    if args.json:
-        print_json([p.to_dict() for p in found])
-        return 0
-    for proposal in found:
-        _print_proposal(proposal)
-    if not found:
-        print("nothing to review")
-    else:
-        print(f"\n{len(found)} proposal(s): chronomem review approve ID | reject ID --reason …")
-    return 0
-
-
-def approve_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
-        done = mem.approve(args.id, actor=cfg.actor)
-    print(f"approved: {done.action.value} {' '.join(done.record_ids)}")
-    return 0
-
-
-def reject_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
-        done = mem.reject(args.id, args.reason, actor=cfg.actor)
-    print(f"rejected {done.id}: it stays away until its records change")
-    return 0
-
-
-def access_log_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
-        if args.action != "show":
-            mem.set_access_log(args.action == "on")
-            print(f"access log {args.action} for space {cfg.space!r}")
-            return 0
-        found = mem.accesses(args.id, limit=args.limit)
-    if args.json:
-        print_json([a.to_dict() for a in found])
-        return 0
-    for a in found:
-        print(f"{short_time(a.at)}  {a.verb:<6} {a.record_id}  by {a.actor}  {a.query or ''}")
-    if not found:
-        print("no reads logged (is the access log on? chronomem access-log on)")
-    return 0

@@ -17,7 +17,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from chronomem.cli.civilization import run_civilization
-from chronomem.cli.render import format_hit
+from chronomem.cli.host import invocation
+from chronomem.cli.render import format_hit, unique_prefixes
 from chronomem.clock import SimClock
 from chronomem.engine import Memory
 from chronomem.errors import ChronomemError, ConfigError
@@ -208,8 +209,9 @@ def run_demo(*, db: str, fresh: bool, threads: int | None, llm: LLMClient | None
     _instructions_that_forget(path, embedder)
     run_civilization(path, embedder, _title)
     _reflection(path, clock, embedder, llm)
-    print(f"\nDone. Inspect the store with:  chronomem stats --db {path} --no-embedder")
-    print(f"                                 chronomem audit --db {path} --no-embedder")
+    run = invocation()
+    print(f"\nDone. Inspect the store with:  {run} stats --db {path} --no-embedder")
+    print(f"                                 {run} audit --db {path} --no-embedder")
     return 0
 
 
@@ -295,13 +297,15 @@ def _instructions_that_forget(path: Path, embedder: object) -> None:
         print("\n  -- history stays answerable")
         _ask(mem, "Why did we need package-lock.json?", valid_at=_when(1, 20))
         _ask(mem, "Is there a workaround for libfoo?", as_of=_when(2, 1))
-        print(f"\n  history({npm[:8]}...):")
+        entries = mem.audit()
+        short = unique_prefixes([npm, *(e.record_id for e in entries)])
+        print(f"\n  history({short[npm]}…):")
         for record in mem.history(npm):
             print(f"    {record.recorded_at:%b %d}  {record.status.value:<10}  {record.text}")
-        print("\n  audit log:")
-        for entry in mem.audit():
+        print("\n  audit log (ids shortened to unique prefixes):")
+        for entry in entries:
             why = f" ({entry.reason})" if entry.reason else ""
-            print(f"    {entry.at:%b %d}  {entry.action:<9} {entry.record_id[:8]}...{why}")
+            print(f"    {entry.at:%b %d}  {entry.action:<9} {short[entry.record_id]}…{why}")
 
 
 def _all_records(mem: Memory) -> list:  # type: ignore[type-arg]

@@ -1,9 +1,10 @@
 """The ``chronomem`` command: a thin adapter over :class:`~chronomem.Memory` — the parser and
 the entry point (the commands are ``commands.py`` and ``service.py``, rendering ``render.py``).
 
-Configuration is read in exactly one place, :func:`~chronomem.cli.settings.settings`. Every
-``ChronomemError`` becomes a one-line message on stderr and exit code 1; usage errors exit with 2;
-a write the write gate refused exits with 3.
+Configuration is read in exactly one place, :func:`~chronomem.cli.settings.settings`. Exit codes
+(:data:`EXIT_CODES`): 0 done; 1 refused or failed — every ``ChronomemError`` becomes a one-line
+message on stderr, and a write the write gate refused prints ``not stored: ...``; 2 usage (an
+unknown flag, a missing argument, a value of the wrong form: argparse's message and usage).
 """
 
 from __future__ import annotations
@@ -12,52 +13,34 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from datetime import datetime
 
-from chronomem.cli import commands, service
+from chronomem import __version__
+from chronomem.cli import browse, commands, curation, service
+from chronomem.cli.arguments import (
+    instant,
+    missing_vectors_flag,
+    reason_flag,
+    record_fields,
+    signal,
+)
 from chronomem.cli.settings import settings
-from chronomem.clock import require_aware
 from chronomem.config import PRESETS
-from chronomem.errors import ChronomemError, InvalidInputError
+from chronomem.errors import ChronomemError
 from chronomem.model.event import EventKind
-from chronomem.model.record import Kind, Sensitivity
+from chronomem.model.record import Kind, Sensitivity, Status
 
-__all__ = ["build_parser", "main"]
+__all__ = ["EXIT_CODES", "build_parser", "main"]
 
-
-def _instant(text: str) -> datetime:
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not an ISO 8601 instant (e.g. 2024-01-31T09:00:00Z)"
-        ) from None
-    try:
-        return require_aware(parsed, "time")
-    except InvalidInputError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} has no UTC offset; add one, e.g. {text}Z or {text}+02:00"
-        ) from None
-
-
-def _signal(text: str) -> str | float:
-    if text in {"helpful", "harmful"}:
-        return text
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: use helpful, harmful, or a number in [-1, 1]"
-        ) from None
-
-
-def _missing_vectors_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--allow-missing-vectors",
-        action="store_true",
-        help="with --no-embedder on a store built with a model: store records without a "
-        "vector (lexical only until `chronomem embed-records`) instead of refusing",
-    )
+#: The exit codes of every command (README "Command line", docs/cli.md).
+EXIT_CODES = {
+    0: "done",
+    1: "refused or failed: a one-line `chronomem: error: ...` on stderr (bad value, missing "
+    "record, conflict, store or model problem), or a write the write gate refused "
+    "(`not stored: ...`)",
+    2: "usage: unknown command or flag, missing argument, a value of the wrong form "
+    "(argparse prints the usage)",
+    130: "interrupted (Ctrl-C)",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,6 +57,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_argument("--key", help="the service's API key (default: $CHRONOMEM_KEY)")
     common.add_argument(
+        "--now",
+        type=instant,
+        metavar="INSTANT",
+        help="simulated time: run this command as if it were this instant (default: "
+        "$CHRONOMEM_NOW, else the wall clock); a write refuses a --now before the space's "
+        "newest write",
+    )
+    common.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    common.add_argument(
         "--no-embedder",
         action="store_true",
         help="do not load the embedding model: lexical relevance only",
@@ -82,21 +74,21 @@ def build_parser() -> argparse.ArgumentParser:
         prog="chronomem",
         description="A memory engine for LLM agents and multi-agent simulations.",
     )
+    parser.add_argument("--version", action="version", version=f"chronomem {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("remember", parents=[common], help="store a memory")
+    lifecycle = argparse.ArgumentParser(add_help=False, parents=[common])
+    lifecycle.add_argument(
+        "--actor", help="who makes the change (default: $CHRONOMEM_ACTOR, $USER, the OS user)"
+    )
+
+    p = sub.add_parser("remember", parents=[lifecycle], help="store a memory")
     p.add_argument("text")
     p.add_argument("--agent", default="default", help="whose memory (default: 'default')")
     p.add_argument("--kind", default="observation", choices=[k.value for k in Kind])
-    p.add_argument("--importance", type=float, help="1 (mundane) .. 10 (life-changing)")
-    p.add_argument("--occurred-at", type=_instant, help="world time, ISO 8601 with offset")
-    p.add_argument("--domain")
-    p.add_argument("--tag", action="append", help="repeatable")
-    p.add_argument("--evidence", action="append", help="cited record id (repeatable)")
+    record_fields(p)
     p.add_argument("--supersedes", action="append", help="id this record replaces (repeatable)")
     p.add_argument("--sensitivity", default="normal", choices=[s.value for s in Sensitivity])
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    _missing_vectors_flag(p)
     p.set_defaults(func=commands.remember_command)
 
     p = sub.add_parser("recall", parents=[common], help="the best memories for a query")
@@ -105,8 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-k", type=int, help="how many (default: the preset's, 10; generative-agents-code 30)"
     )
-    p.add_argument("--as-of", type=_instant, help="evaluate at this instant (default: now)")
-    p.add_argument("--valid-at", type=_instant, help="world time for validity windows")
+    p.add_argument("--as-of", type=instant, help="evaluate at this instant (default: now)")
+    p.add_argument("--valid-at", type=instant, help="world time for validity windows")
     p.add_argument(
         "--include-history", action="store_true", help="closed and superseded records too"
     )
@@ -118,54 +110,87 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--asker", help="who asks (a transcript speaker): first-person queries favour their lines"
     )
-    p.add_argument("--json", action="store_true", help="print hits as JSON")
     p.set_defaults(func=commands.recall_command)
 
     p = sub.add_parser("show", parents=[common], help="one record by id, every field")
     p.add_argument("id")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.show_command)
 
-    lifecycle = argparse.ArgumentParser(add_help=False, parents=[common])
-    lifecycle.add_argument(
-        "--actor", help="who makes the change (default: $CHRONOMEM_ACTOR, $USER)"
-    )
+    paged = argparse.ArgumentParser(add_help=False, parents=[common])
+    paged.add_argument("--since", type=instant, help="from this instant (inclusive)")
+    paged.add_argument("--until", type=instant, help="to this instant (exclusive)")
+    paged.add_argument("--as-of", type=instant, help="as the store stood then (default: now)")
+    paged.add_argument("--limit", type=int, default=20, help="a page of this many (default 20)")
+    paged.add_argument("--offset", type=int, default=0, help="skip this many (paging)")
 
-    p = sub.add_parser("supersede", parents=[lifecycle], help="replace records with a new one")
-    p.add_argument("ids", nargs="+", metavar="ID", help="the record(s) replaced")
-    p.add_argument("--text", required=True, help="the replacement")
-    p.add_argument("--reason")
+    p = sub.add_parser(
+        "list", parents=[paged], help="browse records: by agent, kind, state, recording window"
+    )
+    p.add_argument("--agent", action="append", help="whose (repeatable; default: all)")
+    p.add_argument("--kind", action="append", choices=[k.value for k in Kind])
+    p.add_argument(
+        "--state",
+        choices=[s.value for s in Status],
+        help="open, closed or superseded at --as-of (default: what a read would see)",
+    )
+    p.add_argument("--domain")
+    p.add_argument(
+        "--include-history", action="store_true", help="closed and superseded records too"
+    )
+    p.set_defaults(func=browse.list_command)
+
+    p = sub.add_parser("events", parents=[paged], help="browse the causal graph's events")
+    p.add_argument("--kind", action="append", choices=[k.value for k in EventKind])
+    p.add_argument("--scope")
+    p.set_defaults(func=browse.events_command)
+
+    p = sub.add_parser("links", parents=[paged], help="browse the causal graph's links")
+    p.add_argument("--event", help="only the links of this event (as cause or effect)")
+    p.set_defaults(func=browse.links_command)
+
+    p = sub.add_parser(
+        "supersede",
+        parents=[lifecycle],
+        help="replace records with a new one",
+        usage="chronomem supersede ID [ID ...] TEXT [options]",
+    )
+    p.add_argument(
+        "ids", nargs="+", metavar="ID [ID ...] TEXT", help="the record(s) replaced, then the text"
+    )
+    p.add_argument("--text", help=argparse.SUPPRESS)  # deprecated: the text is positional
+    reason_flag(p)
+    p.add_argument("--agent", help="default: the old record's")
     p.add_argument("--kind", choices=[k.value for k in Kind], help="default: the old record's")
-    p.add_argument("--importance", type=float)
-    p.add_argument("--valid-from", type=_instant, help="when the replacement applies from")
-    _missing_vectors_flag(p)
+    record_fields(p)
+    p.add_argument(
+        "--sensitivity", choices=[s.value for s in Sensitivity], help="default: the old record's"
+    )
     p.set_defaults(func=commands.supersede_command)
 
     p = sub.add_parser("close", parents=[lifecycle], help="close a record without a successor")
     p.add_argument("id")
-    p.add_argument("--reason", required=True)
-    p.add_argument("--valid-until", type=_instant, help="when it stopped applying (default now)")
+    reason_flag(p, required=True)
+    p.add_argument("--valid-until", type=instant, help="when it stopped applying (default now)")
     p.set_defaults(func=commands.close_command)
 
     p = sub.add_parser("history", parents=[common], help="the supersession chain of a record")
     p.add_argument("id")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.history_command)
 
     p = sub.add_parser("verify", parents=[lifecycle], help="confirm a record is still true")
     p.add_argument("id")
-    p.add_argument("--reason")
+    reason_flag(p)
     p.set_defaults(func=commands.verify_command)
 
     p = sub.add_parser("feedback", parents=[lifecycle], help="rate a record helpful or harmful")
     p.add_argument("id")
-    p.add_argument("signal", type=_signal, help="helpful, harmful, or a number in [-1, 1]")
-    p.add_argument("--reason")
+    p.add_argument("signal", type=signal, help="helpful, harmful, or a number in [-1, 1]")
+    reason_flag(p)
     p.set_defaults(func=commands.feedback_command)
 
     p = sub.add_parser("forget", parents=[lifecycle], help="hard-delete (or purge) a record")
     p.add_argument("id")
-    p.add_argument("--reason", required=True)
+    reason_flag(p, required=True)
     p.add_argument("--purge", action="store_true", help="scrub the bytes from the files too")
     p.set_defaults(func=commands.forget_command)
 
@@ -178,15 +203,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("audit", parents=[common], help="the log of lifecycle changes")
     p.add_argument("id", nargs="?", help="only this record's")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.audit_command)
 
     p = sub.add_parser("event", parents=[common], help="add an event to the causal graph")
     p.add_argument("text")
     p.add_argument("--kind", default="happening", choices=[k.value for k in EventKind])
-    p.add_argument("--occurred-at", type=_instant, help="world time (default: now)")
+    p.add_argument("--occurred-at", type=instant, help="world time (default: now)")
     p.add_argument("--scope", help="institution, district... (for the scope fallback)")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.event_command)
 
     p = sub.add_parser("link", parents=[common], help="add (or --remove) a causal link")
@@ -199,9 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ancestors", parents=[common], help="the causes of an event")
     p.add_argument("id", help="event id")
     p.add_argument("--max-depth", type=int, default=4)
-    p.add_argument("--as-of", type=_instant)
+    p.add_argument("--as-of", type=instant)
     p.add_argument("--descendants", action="store_true", help="its effects instead")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.ancestors_command)
 
     p = sub.add_parser("context", parents=[common], help="a prompt-ready context block")
@@ -210,10 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", action="append", help="whose memories (repeatable; default: all)")
     p.add_argument("-k", type=int, default=12)
     p.add_argument("--budget-tokens", type=int, help="cap the block (≈4 characters a token)")
-    p.add_argument("--as-of", type=_instant)
+    p.add_argument("--as-of", type=instant)
     p.add_argument("--preset", choices=sorted(PRESETS))
     p.add_argument("--no-touch", action="store_true")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.context_command)
 
     p = sub.add_parser("reflect", parents=[common], help="reflect with an LLM (cited insights)")
@@ -240,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="chronomem JSONL (default) or a Generative Agents persona's associative_memory",
     )
     p.add_argument("--agent", help="generative-agents: import as this agent (default: its name)")
-    _missing_vectors_flag(p)
+    missing_vectors_flag(p)
     p.set_defaults(func=commands.import_command)
 
     p = sub.add_parser(
@@ -249,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--from", dest="source", required=True, help="source: a path or a URL")
     p.add_argument("--to", dest="target", required=True, help="target: a path or a URL")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument(
         "--space",
         dest="spaces",
@@ -258,7 +280,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.migrate_command, db=None, space=None, no_embedder=True)
 
     p = sub.add_parser("stats", parents=[common], help="counts, store and embedder")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.stats_command)
 
     p = sub.add_parser(
@@ -279,19 +300,18 @@ def build_parser() -> argparse.ArgumentParser:
         "review", parents=[common], help="what to verify, close, supersede or forget (proposals)"
     )
     review.add_argument("--agent", help="only this agent's records")
-    review.add_argument("--as-of", type=_instant, help="review as of this instant")
-    review.add_argument("--json", action="store_true")
-    review.set_defaults(func=commands.review_command)
+    review.add_argument("--as-of", type=instant, help="review as of this instant")
+    review.set_defaults(func=curation.review_command)
     review_sub = review.add_subparsers(dest="review_command", metavar="ACTION")
     p = review_sub.add_parser("approve", parents=[common], help="apply a proposal")
     p.add_argument("id", help="the proposal's id")
     p.add_argument("--actor", help="who approves (default: $CHRONOMEM_ACTOR, $USER)")
-    p.set_defaults(func=commands.approve_command)
+    p.set_defaults(func=curation.approve_command)
     p = review_sub.add_parser("reject", parents=[common], help="reject a proposal, with a reason")
     p.add_argument("id", help="the proposal's id")
     p.add_argument("--reason", required=True)
     p.add_argument("--actor", help="who rejects (default: $CHRONOMEM_ACTOR, $USER)")
-    p.set_defaults(func=commands.reject_command)
+    p.set_defaults(func=curation.reject_command)
 
     p = sub.add_parser(
         "access-log", parents=[common], help="the space's access log: on, off, or show reads"
@@ -299,8 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["on", "off", "show"])
     p.add_argument("id", nargs="?", help="show: only this record's reads")
     p.add_argument("--limit", type=int, default=50)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=commands.access_log_command)
+    p.set_defaults(func=curation.access_log_command)
 
     p = sub.add_parser(
         "mcp", parents=[common], help="an MCP server over stdio: one agent edits its own memory"
@@ -313,9 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = core_sub.add_parser("show", parents=[common], help="the agent's blocks (optionally as of)")
     p.add_argument("--agent", required=True)
     p.add_argument("--label", help="only this block")
-    p.add_argument("--as-of", type=_instant, help="the blocks as they stood then")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=commands.core_show_command)
+    p.add_argument("--as-of", type=instant, help="the blocks as they stood then")
+    p.set_defaults(func=curation.core_show_command)
     lifecycle_core = argparse.ArgumentParser(add_help=False, parents=[common])
     lifecycle_core.add_argument("--agent", required=True)
     lifecycle_core.add_argument("--actor", help="who edits (default: $CHRONOMEM_ACTOR, $USER)")
@@ -323,14 +341,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = core_sub.add_parser("append", parents=[lifecycle_core], help="append text to a block")
     p.add_argument("label")
     p.add_argument("text")
-    p.set_defaults(func=commands.core_append_command)
+    p.set_defaults(func=curation.core_append_command)
     p = core_sub.add_parser(
         "replace", parents=[lifecycle_core], help="replace text in a block (a supersession)"
     )
     p.add_argument("label")
     p.add_argument("--old", required=True, help="the text to replace (every occurrence)")
     p.add_argument("--new", required=True, help="its replacement ('' deletes it)")
-    p.set_defaults(func=commands.core_replace_command)
+    p.set_defaults(func=curation.core_replace_command)
 
     p = sub.add_parser(
         "serve", parents=[common], help="run the HTTP service (every verb, per-space API keys)"
@@ -354,26 +372,50 @@ def build_parser() -> argparse.ArgumentParser:
         "--all-spaces", action="store_true", help="an admin key for every space (else --space)"
     )
     p.add_argument("--label", help="what the key is for")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=service.keys_create_command)
     p = keys_sub.add_parser("list", parents=[common], help="every key (never the secrets)")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=service.keys_list_command)
     p = keys_sub.add_parser("revoke", parents=[common], help="revoke a key by its id")
     p.add_argument("id", help="the key's id (the part after cmk_)")
     p.set_defaults(func=service.keys_revoke_command)
 
+    p = sub.add_parser(
+        "completion",
+        help='print a shell completion script: eval "$(chronomem completion bash)"',
+    )
+    p.add_argument("shell", choices=["bash", "zsh"])
+    p.set_defaults(func=None, db=None, space=None, no_embedder=True, json=False, now=None)
     p = sub.add_parser("demo", parents=[common], help="the end-to-end demo on a real SQLite file")
     p.add_argument("--fresh", action="store_true", help="delete the demo store first")
     p.set_defaults(func=commands.demo_command)
     return parser
 
 
+def _split_supersede(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``supersede ID [ID ...] TEXT``: the last positional is the text, unless the deprecated
+    ``--text`` gave it."""
+    if args.text is None:
+        if len(args.ids) < 2:
+            parser.error("supersede: give the id(s) replaced, then the new text")
+        args.ids, args.text = args.ids[:-1], args.ids[-1]
+    else:
+        print("chronomem: note: --text is deprecated; give the text last", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    cfg = settings(args, os.environ)
+    if args.command == "supersede":
+        _split_supersede(parser, args)
+    if args.command in {"serve", "mcp", "demo"} and args.json:
+        parser.error(f"{args.command} has no JSON output")
+    if args.command == "completion":
+        from chronomem.cli.completion import completion_script
+
+        print(completion_script(parser, args.shell), end="")
+        return 0
     try:
+        cfg = settings(args, os.environ)
         return int(args.func(args, cfg))
     except ChronomemError as exc:
         message = str(exc).strip().replace("\n", " ")

@@ -21,6 +21,11 @@ __all__: list[str] = []
 def serve_command(args: argparse.Namespace, cfg: Settings) -> int:
     from chronomem.server.run import ServeSettings, serve
 
+    if cfg.now is not None:
+        raise ConfigError(
+            "serve: each space keeps its own clock (PUT /v1/spaces/{space}/clock); --now "
+            "(CHRONOMEM_NOW) is for commands run on a store"
+        )
     embedder = None
     if cfg.embedder:
         from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
@@ -55,7 +60,11 @@ def keys_create_command(args: argparse.Namespace, cfg: Settings) -> int:
     try:
         space = None if args.all_spaces else cfg.space
         key, token = create_key(
-            store, space=space, scope=args.scope, label=args.label, now=SystemClock().now()
+            store,
+            space=space,
+            scope=args.scope,
+            label=args.label,
+            now=cfg.now or SystemClock().now(),
         )
     finally:
         store.close()
@@ -92,10 +101,13 @@ def keys_revoke_command(args: argparse.Namespace, cfg: Settings) -> int:
 
     store = _key_store(cfg)
     try:
-        key = revoke_key(store, args.id, now=SystemClock().now())
+        key = revoke_key(store, args.id, now=cfg.now or SystemClock().now())
     finally:
         store.close()
-    print(f"{key.id} revoked")
+    if args.json:
+        print_json(key.to_dict())
+    else:
+        print(f"{key.id} revoked")
     return 0
 
 
@@ -115,7 +127,9 @@ def mcp_command(args: argparse.Namespace, cfg: Settings) -> int:
             "chronomem mcp works on the store (--db); a service has its own MCP endpoint at "
             "/v1/spaces/{space}/agents/{agent}/mcp"
         )
-    memory = open_memory(cfg, create=True)  # the agent writes to it: like remember, it creates
+    memory = open_memory(
+        cfg, create=True, writes=True
+    )  # the agent writes to it: like remember, it creates
     assert isinstance(memory, engine_class())
     with memory:
         server = build_server(stdio_binding(memory, args.agent))

@@ -5,11 +5,14 @@ needs them: a command run through ``--server`` never loads the engine."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from chronomem.errors import ConfigError
+from chronomem.cli.host import os_user
+from chronomem.errors import ConfigError, InvalidInputError
 
 if TYPE_CHECKING:
     from chronomem.client import Client
@@ -31,28 +34,59 @@ class Settings:
     llm_api_key: str | None
     server: str | None = None
     key: str | None = None
+    now: datetime | None = None
 
 
 def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     """The one place the CLI reads its environment: ``CHRONOMEM_DB``, ``CHRONOMEM_SPACE``,
-    ``CHRONOMEM_TORCH_THREADS``, ``CHRONOMEM_ACTOR`` (else ``USER``) for the audit log, and
+    ``CHRONOMEM_TORCH_THREADS``, ``CHRONOMEM_ACTOR`` (else ``USER``, else the OS account's name,
+    else ``uid N``: never nobody) for the audit log, and
     ``CHRONOMEM_LLM_URL`` / ``CHRONOMEM_LLM_MODEL`` / ``CHRONOMEM_LLM_API_KEY`` for reflection,
-    ``CHRONOMEM_URL`` / ``CHRONOMEM_KEY`` to run every verb through a ``chronomem serve``.
+    ``CHRONOMEM_URL`` / ``CHRONOMEM_KEY`` to run every verb through a ``chronomem serve``,
+    ``CHRONOMEM_NOW`` for a simulated now (``--now``).
     Flags win over the environment; the LLM's API key is read from the environment only."""
     threads = environ.get("CHRONOMEM_TORCH_THREADS")
-    actor = getattr(args, "actor", None) or environ.get("CHRONOMEM_ACTOR") or environ.get("USER")
+    actor = (
+        getattr(args, "actor", None)
+        or environ.get("CHRONOMEM_ACTOR")
+        or environ.get("USER")
+        or os_user()
+    )
     return Settings(
         db=args.db or environ.get("CHRONOMEM_DB") or "chronomem.db",
         space=args.space or environ.get("CHRONOMEM_SPACE") or "default",
         embedder=not args.no_embedder,
-        torch_threads=int(threads) if threads else None,
+        torch_threads=_count(threads, "CHRONOMEM_TORCH_THREADS"),
         actor=actor,
         llm_url=getattr(args, "llm_url", None) or environ.get("CHRONOMEM_LLM_URL"),
         llm_model=getattr(args, "model", None) or environ.get("CHRONOMEM_LLM_MODEL"),
         llm_api_key=environ.get("CHRONOMEM_LLM_API_KEY"),
         server=getattr(args, "server", None) or environ.get("CHRONOMEM_URL"),
         key=getattr(args, "key", None) or environ.get("CHRONOMEM_KEY"),
+        now=getattr(args, "now", None) or _instant(environ.get("CHRONOMEM_NOW"), "CHRONOMEM_NOW"),
     )
+
+
+def _count(text: str | None, name: str) -> int | None:
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number; got {text!r}") from None
+
+
+def _instant(text: str | None, name: str) -> datetime | None:
+    from chronomem.clock import require_aware
+
+    if not text:
+        return None
+    try:
+        return require_aware(datetime.fromisoformat(text), name)
+    except (ValueError, InvalidInputError):
+        raise ConfigError(
+            f"{name}={text!r} is not an ISO 8601 instant with an offset (e.g. 2024-03-01T09:00Z)"
+        ) from None
 
 
 def llm_client(cfg: Settings) -> OpenAICompatibleLLM:
@@ -73,16 +107,28 @@ def open_memory(
     *,
     create: bool = False,
     allow_missing_vectors: bool = False,
+    writes: bool = False,
 ) -> Memory | Client:
     """The space the settings name: through the service when ``--server`` (or ``CHRONOMEM_URL``)
     is set — the model stays loaded there between commands, and the service decides about
     creating and vectors — else the store itself. Only commands that add to a store create one
     (``create``): every other command refuses a location that holds no store, so a mistyped
-    ``--db`` creates nothing."""
+    ``--db`` creates nothing.
+
+    With a simulated now (``--now``, ``CHRONOMEM_NOW``) the handle's clock is fixed at that
+    instant; a command that ``writes`` refuses a now earlier than the space's newest write
+    (see :func:`~chronomem.cli.simulated.check_not_backwards`). Through the service its space
+    clock applies, so ``--now`` is refused there."""
     if cfg.server:
         from chronomem.client import Client
 
+        if cfg.now is not None:
+            raise ConfigError(
+                "--now (CHRONOMEM_NOW) applies to a store (--db); through --server the "
+                "space's clock applies: set it with PUT /v1/spaces/{space}/clock"
+            )
         return Client(cfg.server, key=cfg.key, space=cfg.space)
+    from chronomem.clock import SimClock
     from chronomem.engine import Memory
 
     embedder: Any = None
@@ -90,14 +136,30 @@ def open_memory(
         from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
 
         embedder = SentenceTransformerEmbedder(num_threads=cfg.torch_threads)
-    return Memory.open(
+    memory = Memory.open(
         cfg.db,
         embedder=embedder,
+        clock=None if cfg.now is None else SimClock(cfg.now),
         space=cfg.space,
         preset=preset or "default",
         create=create,
         allow_missing_vectors=allow_missing_vectors,
     )
+    if writes and cfg.now is not None:
+        from chronomem.cli.simulated import check_not_backwards
+
+        with _closing_on_error(memory):
+            check_not_backwards(memory, cfg.now)
+    return memory
+
+
+@contextmanager
+def _closing_on_error(memory: Memory) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        memory.close()
+        raise
 
 
 def engine_class() -> type[Memory]:

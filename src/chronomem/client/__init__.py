@@ -101,6 +101,7 @@ class _Verbs:
     core_replace = Verb(calls.core_replace)
     add_event = Verb(calls.add_event)
     get_event = Verb(calls.get_event)
+    events = Verb(calls.events)
     link = Verb(calls.link)
     unlink = Verb(calls.unlink)
     links = Verb(calls.links)

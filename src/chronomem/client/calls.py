@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chronomem.checks import optional_instant, positive_int, record_items, require_text
+from chronomem.checks import optional_instant, positive_int, record_items, require_text, to_enum
 from chronomem.client.wire import (
     Call,
     ClockReading,
@@ -30,7 +30,7 @@ from chronomem.errors import InvalidInputError
 from chronomem.model.audit import AuditEntry, ForgetResult, ScrubResult
 from chronomem.model.core import DEFAULT_CORE_LIMIT, CoreBlock
 from chronomem.model.event import Ancestor, Event, EventKind, Link, Provenance
-from chronomem.model.record import Hit, Kind, Record, Sensitivity, WriteResult
+from chronomem.model.record import Hit, Kind, Record, Sensitivity, Status, WriteResult
 from chronomem.model.reflection import ReflectionResult
 from chronomem.model.review import Access, Proposal
 from chronomem.model.transfer import ImportReport
@@ -76,7 +76,7 @@ def records(
     kinds: Iterable[Kind | str] | None = None, domain: str | None = None,
     include_history: bool = False, since: datetime | None = None,
     until: datetime | None = None, as_of: datetime | None = None, limit: int = 100,
-    offset: int = 0,
+    offset: int = 0, status: Status | str | None = None,
 ) -> Call[list[Record]]:  # fmt: skip
     """:meth:`chronomem.Memory.records`."""
     options = ReadOptions.from_arguments(
@@ -94,6 +94,8 @@ def records(
             params[name] = at.isoformat()
     if domain is not None:
         params["domain"] = require_text(domain, "domain")
+    if status is not None:
+        params["status"] = to_enum(Status, status, "status").value
     return Call("GET", "/records", reader(list[Record]), params=params)
 
 
@@ -290,6 +292,26 @@ def add_event(
 ) -> Call[Event]:  # fmt: skip
     """:meth:`chronomem.Memory.add_event`."""
     return Call("POST", "/events", reader(Event), given(**locals()))
+
+
+def events(
+    *, kinds: Iterable[EventKind | str] | None = None, scope: str | None = None,
+    since: datetime | None = None, until: datetime | None = None,
+    as_of: datetime | None = None, limit: int = 100, offset: int = 0,
+) -> Call[list[Event]]:  # fmt: skip
+    """:meth:`chronomem.Memory.events`."""
+    params: dict[str, Any] = {
+        "kind": sorted(to_enum(EventKind, k, "kinds").value for k in kinds or ()),
+        "limit": str(positive_int(limit, "limit")),
+        "offset": str(positive_int(offset, "offset", minimum=0)),
+    }
+    for name, value in (("since", since), ("until", until), ("as_of", as_of)):
+        at = optional_instant(value, name)
+        if at is not None:
+            params[name] = at.isoformat()
+    if scope is not None:
+        params["scope"] = require_text(scope, "scope")
+    return Call("GET", "/events", reader(list[Event]), params=params)
 
 
 def get_event(event_id: str) -> Call[Event]:

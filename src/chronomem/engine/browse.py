@@ -11,11 +11,15 @@ import numpy as np
 
 from chronomem.clock import to_micros
 from chronomem.engine.handle import Handle
-from chronomem.model.record import Kind, Record
+from chronomem.model.event import Event, EventKind
+from chronomem.model.record import Kind, Record, Status
 from chronomem.retrieval.columns import columns, visible
 from chronomem.retrieval.index import domain_key
 
-__all__ = ["records"]
+__all__ = ["events", "records"]
+
+#: Wider than any instant a store holds (microseconds).
+_ALWAYS = 1 << 62
 
 
 def records(
@@ -30,9 +34,12 @@ def records(
     as_of: datetime,
     limit: int,
     offset: int,
+    status: Status | None = None,
 ) -> list[Record]:
     """The page ``[offset, offset + limit)`` of the matching records, newest recorded first
-    (ties by id). Core blocks are included only when ``kinds`` names them."""
+    (ties by id). Core blocks are included only when ``kinds`` names them. ``status``: the
+    state at ``as_of`` (closed and superseded records are told apart by reading the ended
+    ones' rows, usually a small part of a space)."""
     with h.store.snapshot():
         cols = columns(h.index.arrays(list(agents) if agents else h.store.agents(h.space)))
         if cols.size == 0:
@@ -50,10 +57,41 @@ def records(
             keep &= recorded >= to_micros(since)
         if until is not None:
             keep &= recorded < to_micros(until)
-        rows = np.flatnonzero(keep)
         ids = cols.cat("ids")
+        if status is not None:
+            ended = cols.cat("superseded_at") <= at
+            keep &= ended if status is not Status.OPEN else ~ended
+            if status is not Status.OPEN:
+                ended_ids = [str(i) for i in ids[np.flatnonzero(keep)]]
+                fetched = h.store.get_records(h.space, ended_ids)
+                other = [r.id for r in fetched if r.status != status]
+                if other:
+                    keep &= ~np.isin(ids, other)
+        rows = np.flatnonzero(keep)
         order = np.lexsort((ids[rows], -recorded[rows]))
         page = rows[order][offset : offset + limit]
         found = h.store.get_records(h.space, [str(i) for i in ids[page]])
     # A domain hash could in principle collide: the page keeps exact matches only.
     return [r for r in found if domain is None or r.domain == domain]
+
+
+def events(
+    h: Handle,
+    *,
+    kinds: set[EventKind] | None,
+    scope: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    as_of: datetime,
+    limit: int,
+    offset: int,
+) -> list[Event]:
+    """The page of the matching events, by ``occurred_at`` then id."""
+    found = h.store.events_between(
+        h.space,
+        after_us=-_ALWAYS if since is None else to_micros(since),
+        before_us=_ALWAYS if until is None else to_micros(until),
+        scope=scope,
+    )
+    kept = [e for e in found if e.recorded_at <= as_of and (kinds is None or e.kind in kinds)]
+    return kept[offset : offset + limit]

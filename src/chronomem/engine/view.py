@@ -38,8 +38,8 @@ from chronomem.errors import ConfigError
 from chronomem.llm.base import LLMClient
 from chronomem.model.audit import AuditEntry
 from chronomem.model.core import CoreBlock
-from chronomem.model.event import Ancestor, Event, Link
-from chronomem.model.record import Hit, Kind, Record
+from chronomem.model.event import Ancestor, Event, EventKind, Link
+from chronomem.model.record import Hit, Kind, Record, Status
 from chronomem.model.review import Access, Proposal, ProposalStatus
 from chronomem.retrieval.options import ReadOptions
 from chronomem.stores.base import MemoryStore
@@ -287,24 +287,45 @@ class MemoryView:
         kinds: Iterable[Kind | str] | None = None, domain: str | None = None,
         include_history: bool = False, since: datetime | None = None,
         until: datetime | None = None, as_of: datetime | None = None, limit: int = 100,
-        offset: int = 0,
+        offset: int = 0, status: Status | str | None = None,
     ) -> list[Record]:  # fmt: skip
         """Browse without a query: the records a read at ``as_of`` (default now) would see —
         closed and superseded ones too with ``include_history`` — of these agents (default all),
         kinds and ``domain``, recorded in ``[since, until)``, newest first, ``limit`` from
-        ``offset``. Read-only."""
+        ``offset``. ``status`` keeps the records in that state at ``as_of`` (``open``: not yet
+        closed or superseded, whatever its validity window; ``closed``; ``superseded``) and
+        implies ``include_history``. Read-only."""
         options = ReadOptions.from_arguments(
             {"agent": agent, "agents": agents, "kinds": kinds, "as_of": as_of}
         )
         window = (optional_instant(since, "since"), optional_instant(until, "until"))
         limit, offset = positive_int(limit, "limit"), positive_int(offset, "offset", minimum=0)
+        state = None if status is None else to_enum(Status, status, "status")
         with self._call() as h:
             return browse.records(
                 h, agents=options.agents, domain=optional_text(domain, "domain"),
                 kinds=None if options.kinds is None else frozenset(map(Kind, options.kinds)),
-                include_history=flag(include_history, "include_history"), since=window[0],
-                until=window[1],
-                as_of=options.as_of or h.now(), limit=limit, offset=offset,
+                include_history=flag(include_history, "include_history") or state is not None,
+                since=window[0], until=window[1], as_of=options.as_of or h.now(), limit=limit,
+                offset=offset, status=state,
+            )  # fmt: skip
+
+    def events(
+        self, *, kinds: Iterable[EventKind | str] | None = None, scope: str | None = None,
+        since: datetime | None = None, until: datetime | None = None,
+        as_of: datetime | None = None, limit: int = 100, offset: int = 0,
+    ) -> list[Event]:  # fmt: skip
+        """Browse the causal graph's events: those recorded by ``as_of`` (default now) of these
+        kinds and ``scope``, that occurred in ``[since, until)``, in order of ``occurred_at``
+        (then id), ``limit`` from ``offset``. Read-only."""
+        chosen = None if kinds is None else {to_enum(EventKind, k, "kinds") for k in kinds}
+        window = (optional_instant(since, "since"), optional_instant(until, "until"))
+        at = optional_instant(as_of, "as_of")
+        limit, offset = positive_int(limit, "limit"), positive_int(offset, "offset", minimum=0)
+        with self._call() as h:
+            return browse.events(
+                h, kinds=chosen, scope=optional_text(scope, "scope"), since=window[0],
+                until=window[1], as_of=at or h.now(), limit=limit, offset=offset,
             )  # fmt: skip
 
     # -- core memory blocks (DESIGN §3) -------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 
 from chronomem.model.audit import ScrubResult
-from chronomem.model.event import Ancestor, Event, Link
+from chronomem.model.event import Ancestor, Event, EventKind, Link
 from chronomem.model.keys import Scope
 from chronomem.model.reflection import ReflectionResult
 from chronomem.server import wire
@@ -24,6 +24,25 @@ def register(v1: APIRouter, service: Service) -> None:
     def add_event(space: str, body: wire.EventIn, auth: Credentials) -> Event:
         service.allow(auth, space, Scope.WRITE)
         return service.memory(space).add_event(**body.model_dump())
+
+    @v1.get("/events", tags=["graph"])
+    def events(
+        space: str,
+        auth: Credentials,
+        kind: Annotated[list[EventKind] | None, Query()] = None,
+        scope: str | None = None,
+        since: Annotated[str | None, Query(description="ISO 8601 with offset")] = None,
+        until: Annotated[str | None, Query(description="ISO 8601 with offset")] = None,
+        as_of: Annotated[str | None, Query(description="ISO 8601 with offset")] = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Event]:
+        """Browse the events by ``occurred_at`` (``kind`` repeats)."""
+        service.allow(auth, space, Scope.READ)
+        return service.memory(space).events(
+            kinds=kind, scope=scope, since=instant(since, "since"),
+            until=instant(until, "until"), as_of=instant(as_of), limit=limit, offset=offset,
+        )  # fmt: skip
 
     @v1.get("/events/{event_id}", tags=["graph"])
     def get_event(space: str, event_id: str, auth: Credentials) -> Event:

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 
 from chronomem.model.audit import AuditEntry, ForgetResult
 from chronomem.model.keys import Scope
-from chronomem.model.record import Kind, Record, WriteResult
+from chronomem.model.record import Kind, Record, Status, WriteResult
 from chronomem.server import wire
 from chronomem.server.routes.service import Credentials, Service, instant
 
@@ -48,13 +48,15 @@ def register(v1: APIRouter, service: Service) -> None:
         as_of: Annotated[str | None, Query(description="ISO 8601 with offset")] = None,
         limit: int = 100,
         offset: int = 0,
+        status: Status | None = None,
     ) -> list[Record]:
-        """Browse without a query, newest first (``agent`` and ``kind`` repeat)."""
+        """Browse without a query, newest first (``agent`` and ``kind`` repeat; ``status``:
+        open, closed or superseded at ``as_of``)."""
         service.allow(auth, space, Scope.READ)
         return service.memory(space).records(
             agents=agent, kinds=kind, domain=domain, include_history=include_history,
             since=instant(since, "since"), until=instant(until, "until"),
-            as_of=instant(as_of), limit=limit, offset=offset,
+            as_of=instant(as_of), limit=limit, offset=offset, status=status,
         )  # fmt: skip
 
     @v1.get("/records/{record_id}", tags=["records"])

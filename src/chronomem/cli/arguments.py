@@ -1,0 +1,107 @@
+"""The CLI's argument types and the flag groups several commands share. A value of the wrong
+form is a usage error (exit 2, argparse's message naming the flag)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import datetime
+from typing import Any
+
+from chronomem.clock import require_aware
+from chronomem.errors import InvalidInputError
+
+__all__ = [
+    "instant",
+    "metadata",
+    "missing_vectors_flag",
+    "reason_flag",
+    "record_fields",
+    "signal",
+    "tag_list",
+]
+
+
+def instant(text: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO 8601 instant (e.g. 2024-01-31T09:00:00Z)"
+        ) from None
+    try:
+        return require_aware(parsed, "time")
+    except InvalidInputError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has no UTC offset; add one, e.g. {text}Z or {text}+02:00"
+        ) from None
+
+
+def signal(text: str) -> str | float:
+    if text in {"helpful", "harmful"}:
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: use helpful, harmful, or a number in [-1, 1]"
+        ) from None
+
+
+def missing_vectors_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--allow-missing-vectors",
+        action="store_true",
+        help="with --no-embedder on a store built with a model: store records without a "
+        "vector (lexical only until `chronomem embed-records`) instead of refusing",
+    )
+
+
+def metadata(text: str) -> dict[str, Any]:
+    """``--metadata``: a JSON object."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a JSON object, e.g. '{{\"mood\": 3}}'")
+    return value
+
+
+def tag_list(text: str) -> list[str]:
+    """``--tags a,b``: comma-separated tags (blanks around commas dropped)."""
+    return [t.strip() for t in text.split(",")]
+
+
+def reason_flag(p: argparse.ArgumentParser, *, required: bool = False) -> None:
+    """The same ``--reason`` on every lifecycle command: kept on the audit entry; required only
+    where the engine requires one (``close``, ``forget``)."""
+    if required:
+        p.add_argument("--reason", required=True, help="why (kept in the audit log; required)")
+    else:
+        p.add_argument("--reason", help="why (kept in the audit log; optional)")
+
+
+def record_fields(p: argparse.ArgumentParser) -> None:
+    """The record fields ``remember`` and ``supersede`` share (``Memory.remember``'s keywords)."""
+    p.add_argument("--importance", type=float, help="1 (mundane) .. 10 (life-changing)")
+    p.add_argument(
+        "--occurred-at", type=instant, help="world time, ISO 8601 with offset (default: now)"
+    )
+    p.add_argument(
+        "--valid-from", type=instant, help="a fact's or instruction's window opens (world time)"
+    )
+    p.add_argument("--valid-until", type=instant, help="... and closes (default: open)")
+    p.add_argument("--domain", help="the write gate compares records of one domain")
+    p.add_argument("--tag", action="append", help="a tag (repeatable)")
+    p.add_argument(
+        "--tags", type=tag_list, metavar="A,B", help="tags, comma-separated (with --tag: both)"
+    )
+    p.add_argument(
+        "--metadata", type=metadata, metavar="JSON", help="a JSON object kept with the record"
+    )
+    p.add_argument("--evidence", action="append", help="a cited record id (repeatable)")
+    p.add_argument(
+        "--event", dest="event_id", help="the causal event this memory witnesses (event id)"
+    )
+    missing_vectors_flag(p)

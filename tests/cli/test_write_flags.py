@@ -1,0 +1,107 @@
+"""Every field of ``remember`` as a flag; the text positional everywhere; the same ``--reason``
+on every lifecycle command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chronomem.cli.main import build_parser, main
+
+from .invoke import run
+
+
+def test_remember_takes_every_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    common = ("--db", str(tmp_path / "w.db"), "--no-embedder")
+    _, out, _ = run(capsys, "event", "the dam cracked", "--json", *common)
+    dam = json.loads(out)["id"]
+    _, cited, _ = run(capsys, "remember", "a crack ran up the dam wall", *common)
+    code, out, err = run(
+        capsys, "remember", "the valley road is closed", "--agent", "miller", "--kind", "fact",
+        "--importance", "6", "--occurred-at", "2024-03-01T08:00:00Z",
+        "--valid-from", "2024-03-01T00:00:00Z", "--valid-until", "2024-04-01T00:00:00Z",
+        "--domain", "roads", "--tag", "flood", "--tags", "road, closure",
+        "--metadata", '{"source": "radio", "confidence": 0.8}', "--evidence", cited.strip(),
+        "--event", dam, "--sensitivity", "personal", "--actor", "ana", "--json", *common,
+    )  # fmt: skip
+    assert code == 0, err
+    rid = json.loads(out)["id"]
+    _, out, _ = run(capsys, "show", rid, "--json", *common)
+    record = json.loads(out)
+    assert record["agent"] == "miller"
+    assert record["kind"] == "fact"
+    assert record["importance"] == 6
+    assert record["occurred_at"] == "2024-03-01T08:00:00+00:00"
+    assert record["valid_from"] == "2024-03-01T00:00:00+00:00"
+    assert record["valid_until"] == "2024-04-01T00:00:00+00:00"
+    assert record["domain"] == "roads"
+    assert record["tags"] == ["flood", "road", "closure"]
+    assert record["metadata"] == {"source": "radio", "confidence": 0.8}
+    assert record["evidence"] == [cited.strip()]
+    assert record["event_id"] == dam
+    assert record["sensitivity"] == "personal"
+
+
+def test_every_remember_keyword_has_a_flag() -> None:
+    import inspect
+
+    from chronomem import Memory
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    remember = sub.choices["remember"]  # type: ignore[index]
+    dests = {a.dest for a in remember._actions}
+    keywords = set(inspect.signature(Memory.remember).parameters) - {"self", "embedding"}
+    aliases = {"tags": "tag"}
+    missing = {k for k in keywords if k not in dests and aliases.get(k) not in dests}
+    assert missing == set()
+
+
+def test_supersede_takes_the_text_positionally_and_every_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = ("--db", str(tmp_path / "s.db"), "--no-embedder")
+    _, out, _ = run(capsys, "remember", "install packages with npm", "--kind", "instruction",
+                    *common)  # fmt: skip
+    npm = out.strip()
+    code, out, err = run(
+        capsys, "supersede", npm, "install packages with pnpm", "--reason", "team moved",
+        "--valid-from", "2024-02-01T00:00:00Z", "--tags", "tooling", "--json", *common,
+    )  # fmt: skip
+    assert code == 0, err
+    assert err == ""
+    pnpm = json.loads(out)["id"]
+    _, out, _ = run(capsys, "show", pnpm, "--json", *common)
+    new = json.loads(out)
+    assert (new["text"], new["kind"], new["tags"]) == ("install packages with pnpm",
+                                                       "instruction", ["tooling"])  # fmt: skip
+    assert new["supersedes"] == [npm]
+    # the old spelling still works, with a note
+    code, out, err = run(capsys, "supersede", pnpm, "--text", "install packages with bun", *common)
+    assert code == 0
+    assert "deprecated" in err
+    # two ids, one text
+    _, a, _ = run(capsys, "remember", "the gate is red", "--kind", "fact", *common)
+    _, b, _ = run(capsys, "remember", "the gate is painted red", "--kind", "fact",
+                  "--domain", "paint", *common)  # fmt: skip
+    code, out, err = run(capsys, "supersede", a.strip(), b.strip(), "the gate is green", *common)
+    assert code == 0, err
+    _, out, _ = run(capsys, "show", a.strip(), "--json", *common)
+    assert json.loads(out)["status"] == "superseded"
+
+
+@pytest.mark.parametrize(
+    ("command", "required"),
+    [("supersede", False), ("verify", False), ("feedback", False), ("close", True),
+     ("forget", True)],
+)  # fmt: skip
+def test_reason_is_the_same_flag_everywhere(
+    command: str, required: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    expected = "required" if required else "optional"
+    assert f"--reason REASON why (kept in the audit log; {expected})" in help_text
