@@ -24,14 +24,17 @@ demo: $(STAMP)
 test: $(STAMP) chromium
 	$(PY) -m pytest
 
-# The browser tests drive Debian's Chromium (Playwright's own download is not used). Installed
-# when missing and we are root (CI); elsewhere those tests are skipped with a note.
+# The browser tests drive Debian's Chromium (Playwright's own download is not used); the
+# completion tests run zsh. Installed when missing and we are root (CI); elsewhere those tests
+# are skipped with a note.
 chromium:
-	@command -v chromium >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || \
+	@(command -v chromium && command -v zsh) >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || \
 		(DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-		 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+		 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium zsh >/dev/null)
 	@command -v chromium >/dev/null 2>&1 || \
 		echo "note: no chromium (apt-get install chromium); the browser tests will be skipped"
+	@command -v zsh >/dev/null 2>&1 || \
+		echo "note: no zsh (apt-get install zsh); its completion test will be skipped"
 
 # docs/img/ui-*.png, the web UI's pages on a small scene (docs/ui.md).
 screenshots: $(STAMP) chromium
