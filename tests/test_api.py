@@ -24,13 +24,13 @@ def test_public_api_is_pinned() -> None:
         "GAImportReport", "HeuristicImportance", "Hit", "ImportReport", "ImportanceScorer",
         "InvalidInputError", "Kind", "LLMClient", "LLMError", "LLMHTTPError", "LLMImportance",
         "LLMResponseError", "LLMTimeoutError", "LifecycleConfig", "Link", "Memory", "MemoryStore",
-        "MigratedSpace", "Normalisation", "NotFoundError", "OpenAICompatibleLLM", "PRESETS",
-        "PostgresStore", "Proposal", "Provenance", "ReadOptions", "RecencyMode", "Record",
-        "ReflectionConfig", "ReflectionError", "ReflectionResult", "RelevanceMode", "ReviewAction",
-        "ReviewConfig", "SQLiteStore", "ScoringConfig", "ScriptedLLM", "ScrubResult",
-        "Sensitivity", "SentenceTransformerEmbedder", "ServiceError", "SimClock", "Status",
-        "StoreError", "StoreUnavailableError", "SystemClock", "Ticks", "VersionConfig", "Weights",
-        "WriteGate", "WriteResult", "migrate", "require_aware", "resolve_preset",
+        "MigratedSpace", "Normalisation", "NotFoundError", "OnnxEmbedder", "OpenAICompatibleLLM",
+        "PRESETS", "PostgresStore", "Proposal", "Provenance", "ReadOptions", "RecencyMode",
+        "Record", "ReflectionConfig", "ReflectionError", "ReflectionResult", "RelevanceMode",
+        "ReviewAction", "ReviewConfig", "SQLiteStore", "ScoringConfig", "ScriptedLLM",
+        "ScrubResult", "Sensitivity", "SentenceTransformerEmbedder", "ServiceError", "SimClock",
+        "Status", "StoreError", "StoreUnavailableError", "SystemClock", "Ticks", "VersionConfig",
+        "Weights", "WriteGate", "WriteResult", "migrate", "require_aware", "resolve_preset",
     }  # fmt: skip
 
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         resolve_preset,
     )
     from chronomem.embedders.base import Embedder
+    from chronomem.embedders.onnx_runtime import OnnxEmbedder
     from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
     from chronomem.engine import Memory
     from chronomem.errors import (
@@ -144,6 +145,7 @@ __all__ = [
     "MigratedSpace",
     "Normalisation",
     "NotFoundError",
+    "OnnxEmbedder",
     "OpenAICompatibleLLM",
     "PRESETS",
     "PostgresStore",
@@ -229,6 +231,7 @@ _HOMES: dict[str, str] = {
     "MigratedSpace": "chronomem.transfer.migrate",
     "Normalisation": "chronomem.config",
     "NotFoundError": "chronomem.errors",
+    "OnnxEmbedder": "chronomem.embedders.onnx_runtime",
     "OpenAICompatibleLLM": "chronomem.llm",
     "PRESETS": "chronomem.config",
     "PostgresStore": "chronomem.stores.postgres",

@@ -31,13 +31,17 @@ class Settings:
     llm_api_key: str | None
     server: str | None = None
     key: str | None = None
+    embedder_backend: str = "auto"
+    cache_dir: str | None = None
 
 
 def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     """The one place the CLI reads its environment: ``CHRONOMEM_DB``, ``CHRONOMEM_SPACE``,
     ``CHRONOMEM_TORCH_THREADS``, ``CHRONOMEM_ACTOR`` (else ``USER``) for the audit log, and
     ``CHRONOMEM_LLM_URL`` / ``CHRONOMEM_LLM_MODEL`` / ``CHRONOMEM_LLM_API_KEY`` for reflection,
-    ``CHRONOMEM_URL`` / ``CHRONOMEM_KEY`` to run every verb through a ``chronomem serve``.
+    ``CHRONOMEM_URL`` / ``CHRONOMEM_KEY`` to run every verb through a ``chronomem serve``,
+    ``CHRONOMEM_EMBEDDER`` (``auto``, ``torch``, ``onnx``, ``onnx-int8``) for the model's backend
+    and ``CHRONOMEM_CACHE_DIR`` for where its ONNX export is kept.
     Flags win over the environment; the LLM's API key is read from the environment only."""
     threads = environ.get("CHRONOMEM_TORCH_THREADS")
     actor = getattr(args, "actor", None) or environ.get("CHRONOMEM_ACTOR") or environ.get("USER")
@@ -52,6 +56,8 @@ def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
         llm_api_key=environ.get("CHRONOMEM_LLM_API_KEY"),
         server=getattr(args, "server", None) or environ.get("CHRONOMEM_URL"),
         key=getattr(args, "key", None) or environ.get("CHRONOMEM_KEY"),
+        embedder_backend=environ.get("CHRONOMEM_EMBEDDER") or "auto",
+        cache_dir=environ.get("CHRONOMEM_CACHE_DIR") or None,
     )
 
 
@@ -87,9 +93,11 @@ def open_memory(
 
     embedder: Any = None
     if cfg.embedder:
-        from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
+        from chronomem.embedders.default import default_embedder
 
-        embedder = SentenceTransformerEmbedder(num_threads=cfg.torch_threads)
+        embedder = default_embedder(
+            cfg.embedder_backend, num_threads=cfg.torch_threads, cache_dir=cfg.cache_dir
+        )
     return Memory.open(
         cfg.db,
         embedder=embedder,
