@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     )
     from chronomem.embedders.base import Embedder
     from chronomem.embedders.onnx_runtime import OnnxEmbedder
+    from chronomem.embedders.openai_compatible import OpenAICompatibleEmbedder
     from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
     from chronomem.engine import Memory
     from chronomem.errors import (
@@ -49,7 +50,10 @@ if TYPE_CHECKING:
         ConflictError,
         DependentsExistError,
         EmbedderError,
+        EmbedderHTTPError,
         EmbedderMismatchError,
+        EmbedderResponseError,
+        EmbedderTimeoutError,
         InvalidInputError,
         LLMError,
         LLMHTTPError,
@@ -119,7 +123,10 @@ __all__ = [
     "EMBEDDING_KEY",
     "Embedder",
     "EmbedderError",
+    "EmbedderHTTPError",
     "EmbedderMismatchError",
+    "EmbedderResponseError",
+    "EmbedderTimeoutError",
     "Event",
     "EventKind",
     "EvidenceStatus",
@@ -146,6 +153,7 @@ __all__ = [
     "Normalisation",
     "NotFoundError",
     "OnnxEmbedder",
+    "OpenAICompatibleEmbedder",
     "OpenAICompatibleLLM",
     "PRESETS",
     "PostgresStore",
@@ -205,7 +213,10 @@ _HOMES: dict[str, str] = {
     "EMBEDDING_KEY": "chronomem.model",
     "Embedder": "chronomem.embedders.base",
     "EmbedderError": "chronomem.errors",
+    "EmbedderHTTPError": "chronomem.errors",
     "EmbedderMismatchError": "chronomem.errors",
+    "EmbedderResponseError": "chronomem.errors",
+    "EmbedderTimeoutError": "chronomem.errors",
     "Event": "chronomem.model",
     "EventKind": "chronomem.model",
     "EvidenceStatus": "chronomem.model",
@@ -232,6 +243,7 @@ _HOMES: dict[str, str] = {
     "Normalisation": "chronomem.config",
     "NotFoundError": "chronomem.errors",
     "OnnxEmbedder": "chronomem.embedders.onnx_runtime",
+    "OpenAICompatibleEmbedder": "chronomem.embedders.openai_compatible",
     "OpenAICompatibleLLM": "chronomem.llm",
     "PRESETS": "chronomem.config",
     "PostgresStore": "chronomem.stores.postgres",
