@@ -33,7 +33,7 @@ from chronomem.errors import ConfigError, EmbedderError
 __all__ = ["INT8_SUFFIX", "OnnxEmbedder", "default_cache_dir"]
 
 INT8_SUFFIX = "+onnx-int8"
-_FORMAT = "chronomem-onnx-1"  # bump when the export itself changes
+_FORMAT = "chronomem-onnx-2"  # bump when the export itself changes
 _SAMPLE = 1 << 20  # bytes read from each end of a weights file for the cache key
 
 
