@@ -1,8 +1,8 @@
 """An embedder for any OpenAI-compatible ``/v1/embeddings`` endpoint (OpenAI and other hosted APIs,
 Ollama, vLLM, Hugging Face TEI, llama.cpp server), over plain HTTP with the standard library.
 
-Texts go in batches; 429, 408 and 5xx answers, timeouts and refused connections are retried with
-exponential backoff (``Retry-After`` in seconds wins, capped); every failure is a typed
+Texts go in batches; 429, 408, 409 and 5xx answers, timeouts and refused connections are
+retried with exponential backoff (``Retry-After`` in seconds wins, capped); every failure is a typed
 :class:`~chronomem.errors.EmbedderError`. Vectors are checked (one per text, of the model's length,
 finite, non-zero) and unit-normalised, as the local backends return them.
 """
@@ -26,10 +26,9 @@ from chronomem.errors import (
     EmbedderResponseError,
     EmbedderTimeoutError,
 )
+from chronomem.retry import RETRY_STATUSES, Retry, RetryPolicy
 
 __all__ = ["OpenAICompatibleEmbedder"]
-
-_RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
 class OpenAICompatibleEmbedder:
@@ -75,10 +74,9 @@ class OpenAICompatibleEmbedder:
             raise ConfigError("model must name the embedding model the server expects")
         if dim is not None and dim < 1:
             raise ConfigError(f"dim must be >= 1; got {dim}")
-        if batch_size < 1 or timeout <= 0 or max_retries < 0 or backoff < 0 or max_wait < 0:
+        if batch_size < 1 or timeout <= 0:
             raise ConfigError(
-                "batch_size must be >= 1, timeout positive; max_retries, backoff and max_wait "
-                "non-negative"
+                f"batch_size must be >= 1 and timeout positive; got {batch_size} and {timeout}"
             )
         self.url = base_url.rstrip("/") + "/embeddings"
         self.model = model
@@ -87,9 +85,7 @@ class OpenAICompatibleEmbedder:
         self._api_key = api_key
         self.batch_size = batch_size
         self.timeout = timeout
-        self.max_retries = max_retries
-        self.backoff = backoff
-        self.max_wait = max_wait
+        self._policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_wait=max_wait)
         self._sleep = sleep
 
     @property
@@ -109,7 +105,7 @@ class OpenAICompatibleEmbedder:
         """Unit-normalised float32 vectors, one row per text, in order.
 
         Raises:
-            EmbedderHTTPError: an error status, after retries for 429/408/5xx.
+            EmbedderHTTPError: an error status, after retries for 429/408/409/5xx.
             EmbedderTimeoutError: no answer within ``timeout``, after retries.
             EmbedderResponseError: an answer that is not one valid vector per text.
             EmbedderError: the server cannot be reached, after retries.
@@ -129,48 +125,36 @@ class OpenAICompatibleEmbedder:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        last: EmbedderError | None = None
-        retry_after: str | None = None
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                self._sleep(self._wait(attempt, retry_after))
-            retry_after = None
-            request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    raw = response.read()
-            except urllib.error.HTTPError as exc:
-                body = exc.read().decode("utf-8", "replace")[:500]
-                last = EmbedderHTTPError(
-                    f"{self.url} answered HTTP {exc.code}: {body[:200]}", status=exc.code, body=body
-                )
-                if exc.code not in _RETRY_STATUSES:
-                    raise last from None
-                retry_after = exc.headers.get("Retry-After")
-                continue
-            except TimeoutError:
-                last = EmbedderTimeoutError(f"{self.url} did not answer within {self.timeout}s")
-                continue
-            except urllib.error.URLError as exc:
-                if isinstance(exc.reason, TimeoutError):
-                    last = EmbedderTimeoutError(f"{self.url} did not answer within {self.timeout}s")
-                else:
-                    last = EmbedderError(f"cannot reach {self.url}: {exc.reason}")
-                continue
-            except OSError as exc:  # the connection dropped mid-answer
-                last = EmbedderError(f"the connection to {self.url} failed: {exc}")
-                continue
-            return self._vectors(raw, len(batch))
-        assert last is not None
-        raise last
+        raw = self._policy.run(lambda: self._attempt(data, headers), self._sleep)
+        return self._vectors(raw, len(batch))
 
-    def _wait(self, attempt: int, retry_after: str | None) -> float:
-        if retry_after:
-            try:
-                return min(max(float(retry_after), 0.0), self.max_wait)
-            except ValueError:
-                pass  # an HTTP date: reading it needs the wall clock; fall back to backoff
-        return float(min(self.backoff * 2.0 ** (attempt - 1), self.max_wait))
+    def _attempt(self, data: bytes, headers: dict[str, str]) -> bytes:
+        """One request; raises :class:`~chronomem.retry.Retry` for what is worth another (a
+        refused or dropped connection too: a local server may be restarting)."""
+        request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                raw: bytes = response.read()
+                return raw
+        except urllib.error.HTTPError as exc:
+            body = exc.read().decode("utf-8", "replace")[:500]
+            error = EmbedderHTTPError(
+                f"{self.url} answered HTTP {exc.code}: {body[:200]}", status=exc.code, body=body
+            )
+            if exc.code in RETRY_STATUSES:
+                raise Retry(error, exc.headers.get("Retry-After")) from None
+            raise error from None
+        except TimeoutError:
+            raise Retry(self._timeout_error()) from None
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, TimeoutError):
+                raise Retry(self._timeout_error()) from None
+            raise Retry(EmbedderError(f"cannot reach {self.url}: {exc.reason}")) from None
+        except OSError as exc:  # the connection dropped mid-answer
+            raise Retry(EmbedderError(f"the connection to {self.url} failed: {exc}")) from None
+
+    def _timeout_error(self) -> EmbedderTimeoutError:
+        return EmbedderTimeoutError(f"{self.url} did not answer within {self.timeout}s")
 
     def _vectors(self, raw: bytes, count: int) -> npt.NDArray[np.float32]:
         try:
