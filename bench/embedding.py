@@ -152,7 +152,7 @@ def markdown(payload: dict[str, Any]) -> list[str]:
             lines.append(
                 f"| {corpus} | {result['texts']} | {result['mean_chars']:.0f} | {name} | "
                 f"{row['texts_per_s']:.1f} | {row['ratio_to_torch']:.2f} | "
-                f"{row['cosine_min']:.5f} | {row['cosine_mean']:.5f} | "
+                f"{row['cosine_min']:.7f} | {row['cosine_mean']:.7f} | "
                 f"{row['share_at_least_0_999']:.3f} |"
             )
     lines += [
