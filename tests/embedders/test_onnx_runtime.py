@@ -135,3 +135,10 @@ def test_backend_choice() -> None:
     assert default_embedder("onnx-int8").model_id == DEFAULT_MODEL_ID + INT8_SUFFIX
     assert type(default_embedder("torch")).__name__ == "SentenceTransformerEmbedder"
     assert isinstance(default_embedder("auto"), OnnxEmbedder)  # the onnx extra is installed here
+
+
+def test_an_unusable_cache_is_a_config_error_naming_it(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be")
+    with pytest.raises(ConfigError, match="not-a-folder"):
+        OnnxEmbedder(cache_dir=blocker).embed(["hello"])

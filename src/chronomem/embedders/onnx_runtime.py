@@ -159,22 +159,25 @@ class OnnxEmbedder:
 
         try:
             folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"cannot create the embedder cache {folder}: {exc}") from exc
-        manifest_path = folder / "export.json"
-        manifest: dict[str, Any] = (
-            json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
-        )
-        if not fp32.is_file():
-            manifest["fp32"] = onnx_export.export_onnx(
-                self._path, fp32, max_seq_length=max_length, num_threads=self.num_threads
+            manifest_path = folder / "export.json"
+            manifest: dict[str, Any] = (
+                json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
             )
-        if self.quantize and not self.model_file.is_file():
-            probes = self._inputs(self._tokenizer.encode_batch(list(onnx_export.PROBES)))
-            manifest["int8"] = onnx_export.quantize_onnx(
-                fp32, self.model_file, probes=probes, num_threads=self.num_threads
-            )
-        onnx_export.write_manifest(manifest_path, manifest)
+            if not fp32.is_file():
+                manifest["fp32"] = onnx_export.export_onnx(
+                    self._path, fp32, max_seq_length=max_length, num_threads=self.num_threads
+                )
+            if self.quantize and not self.model_file.is_file():
+                probes = self._inputs(self._tokenizer.encode_batch(list(onnx_export.PROBES)))
+                manifest["int8"] = onnx_export.quantize_onnx(
+                    fp32, self.model_file, probes=probes, num_threads=self.num_threads
+                )
+            onnx_export.write_manifest(manifest_path, manifest)
+        except (OSError, ValueError) as exc:  # an unwritable cache, a damaged export.json
+            raise ConfigError(
+                f"cannot build the ONNX model in the embedder cache {folder}: {exc} (pass "
+                "cache_dir=, or set CHRONOMEM_CACHE_DIR for the CLI, to a writable folder)"
+            ) from exc
 
     @staticmethod
     def _inputs(encodings: Sequence[Any]) -> dict[str, npt.NDArray[np.int64]]:
