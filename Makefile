@@ -15,7 +15,7 @@ export HF_HUB_OFFLINE := 1
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet $(TORCH) -e '.[embeddings,postgres,serve,client,mcp,langgraph,dev]'
+	$(PY) -m pip install --quiet $(TORCH) -e '.[embeddings,onnx,postgres,serve,client,mcp,langgraph,dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -59,12 +59,13 @@ lint: $(STAMP)
 
 check: lint test
 
-# Speed (scaling, TCMF, ingest, passages) and quality (crisis reads, LoCoMo, LongMemEval); results in
-# bench/results/. The first quality run embeds ~17k records and ~130k passages with the real model
-# (about an hour on one thread); later runs reuse bench/.cache.
+# Speed (embedding backends, scaling, TCMF, ingest, passages) and quality (crisis reads, LoCoMo,
+# LongMemEval); results in bench/results/. The first quality run embeds ~17k records and ~130k
+# passages with the real model (about an hour on one thread); later runs reuse bench/.cache.
 bench: bench-speed bench-quality
 
 bench-speed: $(STAMP)
+	$(PY) bench/embedding.py
 	$(PY) bench/recall_scaling.py
 	$(PY) bench/tcmf.py
 	$(PY) bench/ingest.py
@@ -78,6 +79,7 @@ bench-quality: $(STAMP)
 	$(PY) bench/longmemeval.py
 
 bench-full: $(STAMP)
+	$(PY) bench/embedding.py
 	$(PY) bench/recall_scaling.py --million
 	$(PY) bench/tcmf.py
 	$(PY) bench/ingest.py

@@ -4,9 +4,10 @@ same run (target ratio >= 0.85), with and without passage vectors (with them, th
 timed on the records' texts plus their passages: the same work), and with precomputed vectors
 (storage alone).
 
-Texts: LoCoMo dialogue turns. One torch thread for both. Writes ``bench/results/ingest.{json,md}``.
+Texts: LoCoMo dialogue turns. One thread for both. Writes ``bench/results/ingest.{json,md}``
+(``ingest_<backend>`` for another backend than torch).
 
-    python bench/ingest.py [--records 2000] [--batch 500]
+    python bench/ingest.py [--records 2000] [--batch 500] [--backend torch|onnx|onnx-int8]
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine, write_results
 from chronomem import Memory
-from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
+from chronomem.embedders import default_embedder
 from chronomem.text import passages
 from locomo import DATA, load
 
@@ -32,10 +33,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--backend", default="torch", choices=("torch", "onnx", "onnx-int8"))
     args = parser.parse_args()
     texts = [t.text for c in load(DATA) for t in c.turns][: args.records]
     split = [p for t in texts for p in passages(t)]
-    embedder = SentenceTransformerEmbedder(num_threads=1, batch_size=64)
+    embedder = default_embedder(args.backend, num_threads=1)  # batches of 64
     embedder.embed(texts[:64])  # load the model and warm up outside the timings
 
     t0 = time.perf_counter()
@@ -79,10 +81,14 @@ def main() -> int:
     info = machine()
     slowdown = passages_s / model_s
     command = f"python bench/ingest.py --records {args.records} --batch {args.batch}"
+    name = "ingest"
+    if args.backend != "torch":
+        command += f" --backend {args.backend}"
+        name += "_" + args.backend.replace("-", "_")
     write_results(
-        "ingest",
-        {"command": command, "machine": info, "result": row},
-        "# Ingest throughput (LoCoMo turns, all-MiniLM-L6-v2, one torch thread)\n\n"
+        name,
+        {"command": command, "backend": args.backend, "machine": info, "result": row},
+        f"# Ingest throughput (LoCoMo turns, all-MiniLM-L6-v2 on {args.backend}, one thread)\n\n"
         f"Command: `{command}` — revision {info['revision']}, {info['date']}, "
         f"{info['cpu_count']} cores. {n} records of {row['mean_chars']:.0f} characters on "
         f"average; the records of several sentences add {len(split)} passages.\n\n"

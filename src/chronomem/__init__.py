@@ -35,6 +35,8 @@ if TYPE_CHECKING:
         resolve_preset,
     )
     from chronomem.embedders.base import Embedder
+    from chronomem.embedders.onnx_runtime import OnnxEmbedder
+    from chronomem.embedders.openai_compatible import OpenAICompatibleEmbedder
     from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
     from chronomem.engine import Memory
     from chronomem.errors import (
@@ -48,7 +50,10 @@ if TYPE_CHECKING:
         ConflictError,
         DependentsExistError,
         EmbedderError,
+        EmbedderHTTPError,
         EmbedderMismatchError,
+        EmbedderResponseError,
+        EmbedderTimeoutError,
         InvalidInputError,
         LLMError,
         LLMHTTPError,
@@ -120,7 +125,10 @@ __all__ = [
     "EMBEDDING_KEY",
     "Embedder",
     "EmbedderError",
+    "EmbedderHTTPError",
     "EmbedderMismatchError",
+    "EmbedderResponseError",
+    "EmbedderTimeoutError",
     "EmbeddingImportance",
     "Event",
     "EventKind",
@@ -147,6 +155,8 @@ __all__ = [
     "MigratedSpace",
     "Normalisation",
     "NotFoundError",
+    "OnnxEmbedder",
+    "OpenAICompatibleEmbedder",
     "OpenAICompatibleLLM",
     "PRESETS",
     "PostgresStore",
@@ -208,7 +218,10 @@ _HOMES: dict[str, str] = {
     "Embedder": "chronomem.embedders.base",
     "EmbeddingImportance": "chronomem.writing.anchors",
     "EmbedderError": "chronomem.errors",
+    "EmbedderHTTPError": "chronomem.errors",
     "EmbedderMismatchError": "chronomem.errors",
+    "EmbedderResponseError": "chronomem.errors",
+    "EmbedderTimeoutError": "chronomem.errors",
     "Event": "chronomem.model",
     "EventKind": "chronomem.model",
     "EvidenceStatus": "chronomem.model",
@@ -234,6 +247,8 @@ _HOMES: dict[str, str] = {
     "MigratedSpace": "chronomem.transfer.migrate",
     "Normalisation": "chronomem.config",
     "NotFoundError": "chronomem.errors",
+    "OnnxEmbedder": "chronomem.embedders.onnx_runtime",
+    "OpenAICompatibleEmbedder": "chronomem.embedders.openai_compatible",
     "OpenAICompatibleLLM": "chronomem.llm",
     "PRESETS": "chronomem.config",
     "PostgresStore": "chronomem.stores.postgres",

@@ -16,7 +16,11 @@
     ├── StoreError                 the storage backend failed, or the file is incompatible
     │   └── StoreUnavailableError  the server cannot be reached (after bounded reconnects)
     ├── EmbedderError              the embedder failed or is unavailable
-    │   └── EmbedderMismatchError  a store opened with a different embedder than it was built with
+    │   ├── EmbedderMismatchError  a store opened with a different embedder than it was built with
+    │   ├── EmbedderHTTPError      an embeddings endpoint answered with an error status
+    │   │                          (``err.status``), after retries for 429/5xx
+    │   ├── EmbedderTimeoutError   an embeddings endpoint did not answer within the timeout
+    │   └── EmbedderResponseError  an answer that is not usable vectors (count, length, NaN, zero)
     ├── ServiceError               the HTTP service could not be reached or failed (``err.status``)
     │   └── AccessDeniedError      401/403: no key, an unknown or revoked key, or too small a scope
     └── LLMError                   an LLM call failed; never mistaken for model output
@@ -142,6 +146,23 @@ class EmbedderMismatchError(EmbedderError):
         self.expected_dim = expected_dim
         self.got_model = got_model
         self.got_dim = got_dim
+
+
+class EmbedderHTTPError(EmbedderError):
+    """An embeddings endpoint answered with an HTTP error status (after retries for 429/5xx)."""
+
+    def __init__(self, message: str, *, status: int, body: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class EmbedderTimeoutError(EmbedderError):
+    """An embeddings endpoint did not answer within the timeout (after retries)."""
+
+
+class EmbedderResponseError(EmbedderError):
+    """An embeddings endpoint answered, but not with one usable vector per text."""
 
 
 class ServiceError(ChronomemError):

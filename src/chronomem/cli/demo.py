@@ -114,7 +114,7 @@ def _open(db: Path, clock: SimClock, embedder: object) -> Memory:
 
 
 def run_demo(*, db: str, fresh: bool, threads: int | None, llm: LLMClient | None = None) -> int:
-    from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
+    from chronomem.embedders.default import default_embedder
 
     path = Path(db)
     if path.exists():
@@ -123,7 +123,7 @@ def run_demo(*, db: str, fresh: bool, threads: int | None, llm: LLMClient | None
         for suffix in ("", "-wal", "-shm"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
 
-    embedder = SentenceTransformerEmbedder(num_threads=threads)
+    embedder = default_embedder(num_threads=threads)  # ONNX Runtime with the onnx extra
     clock = SimClock(START)
     print(f"chronomem demo: store {path.resolve()}  (SQLite, WAL)  embedder {embedder.model_id}")
 

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from chronomem.cli.render import print_json, short_time
-from chronomem.cli.settings import Settings, engine_class, llm_client, open_memory
+from chronomem.cli.settings import Settings, embedder_for, engine_class, llm_client, open_memory
 from chronomem.clock import SystemClock
 from chronomem.errors import ConfigError
 
@@ -26,11 +26,7 @@ def serve_command(args: argparse.Namespace, cfg: Settings) -> int:
             "serve: each space keeps its own clock (PUT /v1/spaces/{space}/clock); --now "
             "(CHRONOMEM_NOW) is for commands run on a store"
         )
-    embedder = None
-    if cfg.embedder:
-        from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
-
-        embedder = SentenceTransformerEmbedder(num_threads=cfg.torch_threads)
+    embedder = embedder_for(cfg)
     llm = llm_client(cfg) if cfg.llm_url and cfg.llm_model else None
     return serve(
         ServeSettings(

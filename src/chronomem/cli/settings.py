@@ -9,13 +9,14 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from chronomem.cli.host import os_user
 from chronomem.errors import ConfigError, InvalidInputError
 
 if TYPE_CHECKING:
     from chronomem.client import Client
+    from chronomem.embedders.base import Embedder
     from chronomem.engine import Memory
     from chronomem.llm import OpenAICompatibleLLM
 
@@ -35,6 +36,8 @@ class Settings:
     server: str | None = None
     key: str | None = None
     now: datetime | None = None
+    embedder_backend: str = "auto"
+    cache_dir: str | None = None
 
 
 def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
@@ -43,7 +46,9 @@ def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     else ``uid N``: never nobody) for the audit log, and
     ``CHRONOMEM_LLM_URL`` / ``CHRONOMEM_LLM_MODEL`` / ``CHRONOMEM_LLM_API_KEY`` for reflection,
     ``CHRONOMEM_URL`` / ``CHRONOMEM_KEY`` to run every verb through a ``chronomem serve``,
-    ``CHRONOMEM_NOW`` for a simulated now (``--now``).
+    ``CHRONOMEM_NOW`` for a simulated now (``--now``),
+    ``CHRONOMEM_EMBEDDER`` (``auto``, ``torch``, ``onnx``, ``onnx-int8``) for the model's backend
+    and ``CHRONOMEM_CACHE_DIR`` for where its ONNX export is kept.
     Flags win over the environment; the LLM's API key is read from the environment only."""
     threads = environ.get("CHRONOMEM_TORCH_THREADS")
     actor = (
@@ -64,6 +69,8 @@ def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
         server=getattr(args, "server", None) or environ.get("CHRONOMEM_URL"),
         key=getattr(args, "key", None) or environ.get("CHRONOMEM_KEY"),
         now=getattr(args, "now", None) or _instant(environ.get("CHRONOMEM_NOW"), "CHRONOMEM_NOW"),
+        embedder_backend=environ.get("CHRONOMEM_EMBEDDER") or "auto",
+        cache_dir=environ.get("CHRONOMEM_CACHE_DIR") or None,
     )
 
 
@@ -87,6 +94,18 @@ def _instant(text: str | None, name: str) -> datetime | None:
         raise ConfigError(
             f"{name}={text!r} is not an ISO 8601 instant with an offset (e.g. 2024-03-01T09:00Z)"
         ) from None
+
+
+def embedder_for(cfg: Settings) -> Embedder | None:
+    """The embedder the settings ask for: none with ``--no-embedder``, else the bundled model
+    on the ``CHRONOMEM_EMBEDDER`` backend."""
+    if not cfg.embedder:
+        return None
+    from chronomem.embedders.default import default_embedder
+
+    return default_embedder(
+        cfg.embedder_backend, num_threads=cfg.torch_threads, cache_dir=cfg.cache_dir
+    )
 
 
 def llm_client(cfg: Settings) -> OpenAICompatibleLLM:
@@ -131,14 +150,9 @@ def open_memory(
     from chronomem.clock import SimClock
     from chronomem.engine import Memory
 
-    embedder: Any = None
-    if cfg.embedder:
-        from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
-
-        embedder = SentenceTransformerEmbedder(num_threads=cfg.torch_threads)
     memory = Memory.open(
         cfg.db,
-        embedder=embedder,
+        embedder=embedder_for(cfg),
         clock=None if cfg.now is None else SimClock(cfg.now),
         space=cfg.space,
         preset=preset or "default",

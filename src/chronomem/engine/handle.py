@@ -154,9 +154,9 @@ class Handle:
 
 
 def _default_embedder() -> Embedder:
-    from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
+    from chronomem.embedders.default import default_embedder
 
-    return SentenceTransformerEmbedder()
+    return default_embedder()
 
 
 def _default_importance(embedder: Embedder | None) -> ImportanceScorer:

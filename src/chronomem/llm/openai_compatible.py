@@ -8,7 +8,6 @@ every failure is a typed :class:`~chronomem.errors.LLMError`.
 from __future__ import annotations
 
 import json
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -17,10 +16,9 @@ from typing import Any
 
 from chronomem.errors import ConfigError, LLMError, LLMHTTPError, LLMResponseError, LLMTimeoutError
 from chronomem.llm.base import Message
+from chronomem.retry import RETRY_STATUSES, Retry, RetryPolicy
 
 __all__ = ["OpenAICompatibleLLM"]
-
-_RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
 
 class OpenAICompatibleLLM:
@@ -119,44 +117,36 @@ class OpenAICompatibleLLM:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        last: LLMError | None = None
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                self._sleep(self._wait(attempt, last))
-            request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    raw = response.read()
-            except urllib.error.HTTPError as exc:
-                body = exc.read().decode("utf-8", "replace")[:500]
-                last = LLMHTTPError(
-                    f"{self.url} answered HTTP {exc.code}: {body[:200]}", status=exc.code, body=body
-                )
-                last.retry_after = exc.headers.get("Retry-After")  # type: ignore[attr-defined]
-                if exc.code in _RETRY_STATUSES:
-                    continue
-                raise last from None
-            except TimeoutError as exc:
-                last = LLMTimeoutError(f"{self.url} did not answer within {self.timeout}s")
-                last.__cause__ = exc
-                continue
-            except urllib.error.URLError as exc:
-                if isinstance(exc.reason, TimeoutError | socket.timeout):
-                    last = LLMTimeoutError(f"{self.url} did not answer within {self.timeout}s")
-                    continue
-                raise LLMError(f"cannot reach {self.url}: {exc.reason}") from None
-            return self._content(raw)
-        assert last is not None
-        raise last
+        policy = RetryPolicy(
+            max_retries=self.max_retries, backoff=self.backoff, max_wait=self.max_wait
+        )
+        raw = policy.run(lambda: self._attempt(data, headers), self._sleep)
+        return self._content(raw)
 
-    def _wait(self, attempt: int, last: LLMError | None) -> float:
-        retry_after: str | None = getattr(last, "retry_after", None)
-        if retry_after:
-            try:
-                return min(float(retry_after), float(self.max_wait))
-            except ValueError:
-                pass  # an HTTP date: fall back to backoff
-        return float(min(self.backoff * 2.0 ** (attempt - 1), self.max_wait))
+    def _attempt(self, data: bytes, headers: dict[str, str]) -> bytes:
+        """One request; raises :class:`~chronomem.retry.Retry` for what is worth another."""
+        request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                raw: bytes = response.read()
+                return raw
+        except urllib.error.HTTPError as exc:
+            body = exc.read().decode("utf-8", "replace")[:500]
+            error = LLMHTTPError(
+                f"{self.url} answered HTTP {exc.code}: {body[:200]}", status=exc.code, body=body
+            )
+            if exc.code in RETRY_STATUSES:
+                raise Retry(error, exc.headers.get("Retry-After")) from None
+            raise error from None
+        except TimeoutError:
+            timeout = LLMTimeoutError(f"{self.url} did not answer within {self.timeout}s")
+            raise Retry(timeout) from None
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, TimeoutError):
+                raise Retry(
+                    LLMTimeoutError(f"{self.url} did not answer within {self.timeout}s")
+                ) from None
+            raise LLMError(f"cannot reach {self.url}: {exc.reason}") from None
 
     def _content(self, raw: bytes) -> str:
         try:

@@ -1,0 +1,144 @@
+"""The ONNX Runtime backend of the real bundled all-MiniLM-L6-v2: exported from the bundled weights
+into a temporary cache, compared with the torch backend text by text, and used on real stores.
+Slow: loads torch for the export and the comparison."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chronomem import EmbedderMismatchError, Memory
+from chronomem.embedders import OnnxEmbedder, default_embedder
+from chronomem.embedders.onnx_runtime import INT8_SUFFIX, _cache_key
+from chronomem.embedders.sentence_transformers import DEFAULT_MODEL_ID
+from chronomem.errors import ConfigError
+
+# Short and long, chat and prose, empty, non-Latin, past the model's 256-token window.
+TEXTS = [
+    "hi",
+    "",
+    "Melanie: I signed up for a pottery class last week, it was so relaxing!",
+    "What did the council decide about the grain tariffs after the flood?",
+    "My doctor said I should not walk on my injured leg",
+    "東京の天気は晴れです。 Ça va très bien, merci — naïve café №5 ✓",
+    "3.14159 2.71828 1.41421 0.57721 ;;; ??? !!! --- ###",
+    "Assistant: Here is a detailed plan. " + "First, review the budget and the schedule. " * 12,
+    " ".join(f"token{i}" for i in range(600)),  # truncated at 256 tokens by both backends
+    "The quarterly revenue of the shipping company grew by eight percent.\n\nNew paragraph.",
+]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("onnx-cache")
+
+
+@pytest.fixture(scope="module")
+def onnx_fp32(cache: Path) -> OnnxEmbedder:
+    return OnnxEmbedder(cache_dir=cache, num_threads=1).prepare()
+
+
+@pytest.fixture(scope="module")
+def onnx_int8(cache: Path) -> OnnxEmbedder:
+    return OnnxEmbedder(cache_dir=cache, num_threads=1, quantize=True).prepare()
+
+
+@pytest.mark.slow
+def test_fp32_agrees_with_torch_on_every_text(minilm, onnx_fp32: OnnxEmbedder) -> None:  # type: ignore[no-untyped-def]
+    expected = minilm.embed(TEXTS)
+    got = onnx_fp32.embed(TEXTS)
+    assert got.shape == (len(TEXTS), 384)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, rtol=1e-5)
+    cosine = (expected * got).sum(axis=1)
+    assert cosine.min() >= 0.999, dict(zip(TEXTS, cosine.tolist(), strict=True))
+    # Order and batching do not change a vector: reversed, in batches of 3.
+    small = OnnxEmbedder(cache_dir=onnx_fp32.cache_folder.parent.parent, batch_size=3)
+    np.testing.assert_allclose(small.embed(TEXTS[::-1])[::-1], got, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_int8_is_close_but_recorded_as_another_model(minilm, onnx_int8: OnnxEmbedder) -> None:  # type: ignore[no-untyped-def]
+    cosine = (minilm.embed(TEXTS) * onnx_int8.embed(TEXTS)).sum(axis=1)
+    assert cosine.min() > 0.95
+    assert onnx_int8.model_id == DEFAULT_MODEL_ID + INT8_SUFFIX
+    assert onnx_int8.model_file.name == "model-int8.onnx"
+
+
+@pytest.mark.slow
+def test_stores_open_across_fp32_backends_but_not_int8(  # type: ignore[no-untyped-def]
+    minilm, onnx_fp32: OnnxEmbedder, onnx_int8: OnnxEmbedder, tmp_path: Path
+) -> None:
+    assert onnx_fp32.model_id == minilm.model_id == DEFAULT_MODEL_ID
+    torch_db, int8_db = tmp_path / "torch.db", tmp_path / "int8.db"
+    with Memory.open(torch_db, embedder=minilm) as mem:
+        leg = mem.remember("The physician told me to rest my leg for two weeks").id
+        mem.remember("Tomatoes need six hours of direct sun every day")
+    with Memory.open(torch_db, embedder=onnx_fp32) as mem:  # written by torch, read by ONNX
+        hits = mem.peek("My doctor said I should not walk on my injured leg", k=1)
+        assert hits[0].record.id == leg
+        mem.remember("The quarterly revenue of the shipping company grew by eight percent")
+    with Memory.open(int8_db, embedder=onnx_int8) as mem:
+        mem.remember("one")
+    for embedder, db in ((onnx_int8, torch_db), (minilm, int8_db), (onnx_fp32, int8_db)):
+        with pytest.raises(EmbedderMismatchError):
+            Memory.open(db, embedder=embedder)
+
+
+@pytest.mark.slow
+def test_the_cache_is_reused_and_a_cached_model_runs_without_torch(
+    onnx_fp32: OnnxEmbedder, cache: Path
+) -> None:
+    model = onnx_fp32.model_file
+    before = model.stat().st_mtime_ns
+    again = OnnxEmbedder(cache_dir=cache, num_threads=1).prepare()
+    assert again.model_file == model
+    assert model.stat().st_mtime_ns == before  # opened, not exported again
+    assert (model.parent / "export.json").is_file()
+    code = (
+        "import sys; from chronomem.embedders import OnnxEmbedder;"
+        f"e = OnnxEmbedder(cache_dir={str(cache)!r}, num_threads=1);"
+        "v = e.embed(['hello world']);"
+        "print(v.shape, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.split() == ["(1,", "384)", "False", "False"]
+
+
+def test_cache_key_follows_the_model_files(tmp_path: Path) -> None:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"hidden_size": 384}')
+    (folder / "model.safetensors").write_bytes(b"\1" * (3 << 20))
+    first = _cache_key(folder)
+    assert _cache_key(folder) == first
+    (folder / "README.md").write_text("docs do not change the weights")
+    assert _cache_key(folder) == first
+    weights = bytearray((folder / "model.safetensors").read_bytes())
+    weights[-1] = 2  # the last MiB is read
+    (folder / "model.safetensors").write_bytes(bytes(weights))
+    assert _cache_key(folder) != first
+
+
+def test_backend_choice() -> None:
+    with pytest.raises(ConfigError, match="onnx-int8"):
+        default_embedder("tensorflow")
+    assert isinstance(default_embedder("onnx"), OnnxEmbedder)
+    assert default_embedder("onnx-int8").model_id == DEFAULT_MODEL_ID + INT8_SUFFIX
+    assert type(default_embedder("torch")).__name__ == "SentenceTransformerEmbedder"
+    assert isinstance(default_embedder("auto"), OnnxEmbedder)  # the onnx extra is installed here
+
+
+def test_an_unusable_cache_is_a_config_error_naming_it(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be")
+    with pytest.raises(ConfigError, match="not-a-folder"):
+        OnnxEmbedder(cache_dir=blocker).embed(["hello"])
