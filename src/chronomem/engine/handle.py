@@ -33,7 +33,7 @@ from chronomem.model.audit import AuditEntry
 from chronomem.model.event import Event
 from chronomem.model.ids import IdFactory
 from chronomem.model.record import Record
-from chronomem.retrieval.index import SpaceIndex
+from chronomem.retrieval.space import SpaceIndex
 from chronomem.stores import open_store
 from chronomem.stores.base import EmbeddingMeta, MemoryStore
 from chronomem.writing.importance import HeuristicImportance, ImportanceScorer
@@ -225,6 +225,7 @@ def open_handle(
     passages: bool,
     create: bool,
     allow_missing_vectors: bool,
+    index_snapshot: int | None,
 ) -> Handle:
     """Open (or create) the store and build the handle (see :meth:`Memory.open`)."""
     config = resolve_preset(preset)
@@ -237,6 +238,13 @@ def open_handle(
         flags={"create": create, "allow_missing_vectors": allow_missing_vectors,
                "passages": passages},
     )  # fmt: skip
+    records = index_snapshot
+    if records is not None and (isinstance(records, bool) or not isinstance(records, int)):
+        records = -1
+    if records is not None and records < 0:
+        raise ConfigError(
+            f"index_snapshot must be a number of records >= 0 or None; got {index_snapshot!r}"
+        )
     chosen = _default_embedder() if isinstance(embedder, str) else embedder
     store = open_store(location, synchronous=synchronous, create=create)
     try:
@@ -259,7 +267,7 @@ def open_handle(
             meta=meta,
             meta_pending=pending,
             allow_missing_vectors=allow_missing_vectors,
-            index=SpaceIndex(store, space, meta.dim),
+            index=SpaceIndex(store, space, meta.dim, snapshot_records=index_snapshot),
         )
     except BaseException:
         store.close()

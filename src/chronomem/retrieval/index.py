@@ -1,9 +1,5 @@
 """Per-agent in-memory arrays that mirror the store, so a recall is a few vectorised passes
-(DESIGN §6).
-
-Every committed change bumps the space's ``change_seq``. Before a read, :class:`SpaceIndex` compares
-its last seen sequence with the store's and fetches exactly the rows changed since (by this process
-or any other process writing the same store), inside the read's snapshot.
+(DESIGN §6). :class:`~chronomem.retrieval.space.SpaceIndex` keeps them in sync with the store.
 """
 
 from __future__ import annotations
@@ -17,10 +13,10 @@ import numpy.typing as npt
 from chronomem.arrays import F32, Rows, unit_rows
 from chronomem.errors import StoreError
 from chronomem.model.record import Kind
-from chronomem.stores.base import NEVER, SINCE_EVER, MemoryStore, RecordColumns
+from chronomem.stores.base import NEVER, SINCE_EVER, RecordColumns
 from chronomem.text import dedup_key, event_key, speaker
 
-__all__ = ["KINDS", "KIND_CODES", "AgentArrays", "Bounds", "SpaceIndex", "domain_key"]
+__all__ = ["KINDS", "KIND_CODES", "AgentArrays", "Bounds", "domain_key"]
 
 
 KINDS: tuple[Kind, ...] = tuple(Kind)
@@ -181,6 +177,7 @@ class AgentArrays:
         self._grow(start + rows.size)
         at = np.arange(start, start + rows.size)
         self._write_rows(at, cols, rows)
+        self.has_passages[at] = False  # rows past n keep a removed row's flag
         self._append_passages(cols, rows, start)
         self.kind[at] = [KIND_CODES[Kind(cols.kinds[i])] for i in rows]
         names = self.speaker_names
@@ -324,69 +321,3 @@ class AgentArrays:
             cached = np.fromiter((substring in k for k in keys), dtype=np.bool_, count=self.n)
             self._derived[name] = cached
         return cached  # type: ignore[return-value]
-
-
-class SpaceIndex:
-    """The loaded agents of one space, synchronised with the store on every read."""
-
-    def __init__(self, store: MemoryStore, space: str, dim: int | None) -> None:
-        self._store = store
-        self._space = space
-        self._dim = dim
-        self._agents: dict[str, AgentArrays] = {}
-        self._seen_seq = 0
-        self._aborted = store.aborted_writes
-
-    def set_dim(self, dim: int) -> None:
-        self._dim = dim
-        for arrays in self._agents.values():
-            arrays.set_dim(dim)
-
-    def arrays(self, agents: Sequence[str]) -> list[AgentArrays]:
-        """The synchronised arrays of ``agents`` (call inside the read's store snapshot)."""
-        if self._store.aborted_writes != self._aborted:
-            # A write transaction rolled back since the last sync, which may have run inside it
-            # and loaded rows that were never committed: start again from the store.
-            self._aborted = self._store.aborted_writes
-            self._agents.clear()
-        seq = self._store.change_seq(self._space)
-        if seq != self._seen_seq and self._agents:
-            self._apply_changes()
-        missing = [a for a in dict.fromkeys(agents) if a not in self._agents]
-        if missing:
-            cols = self._store.load_columns(self._space, missing)
-            for agent in missing:
-                self._agents[agent] = AgentArrays(agent, self._dim)
-            self._distribute(cols)
-        self._seen_seq = seq
-        return [self._agents[a] for a in agents]
-
-    def _apply_changes(self) -> None:
-        loaded = list(self._agents)
-        cols = self._store.load_columns(self._space, loaded, after_seq=self._seen_seq)
-        self._distribute(cols)
-        removed: dict[str, list[str]] = {}
-        for record_id, agent in self._store.removed_since(self._space, self._seen_seq):
-            removed.setdefault(agent, []).append(record_id)
-        for agent, ids in removed.items():
-            if agent in self._agents:
-                self._agents[agent].remove(ids)
-
-    def _distribute(self, cols: RecordColumns) -> None:
-        if len(cols) == 0:
-            return
-        if cols.embeddings is not None and self._dim is None:
-            self.set_dim(cols.embeddings.shape[1])
-        by_agent: dict[str, list[int]] = {}
-        for row, agent in enumerate(cols.agents):
-            by_agent.setdefault(agent, []).append(row)
-        for agent, row_list in by_agent.items():
-            arrays = self._agents.get(agent)
-            if arrays is None:
-                continue
-            rows = np.asarray(row_list, dtype=np.intp)
-            known = np.fromiter(
-                (cols.ids[i] in arrays.position for i in row_list), dtype=np.bool_, count=rows.size
-            )
-            arrays.update(cols, rows[known])
-            arrays.append(cols, rows[~known])

@@ -21,9 +21,10 @@ from chronomem.graph.boost import Boost, association, causal_boost
 from chronomem.lifecycle.rules import decay_factor, feedback_factor
 from chronomem.model.record import Breakdown, CausalPart, Hit, Kind, Record
 from chronomem.retrieval.columns import Columns, columns, visible
-from chronomem.retrieval.index import KIND_CODES, SpaceIndex
+from chronomem.retrieval.index import KIND_CODES
 from chronomem.retrieval.query import Crisis, Query
 from chronomem.retrieval.relevance import lexical, preselect, similarities, speaker_match
+from chronomem.retrieval.space import SpaceIndex
 from chronomem.scoring.score import Candidates, Scores, rank, score
 from chronomem.scoring.versions import adjust_versions
 from chronomem.stores.base import MemoryStore
