@@ -22,7 +22,9 @@ from chronomem.stores.sqlite import SQLiteStore
 from ..conftest import T0, FixedEmbedder
 
 AGENTS = ("ada", "bob", "cy")
-_WORDS = ["river", "stone", "lamp", "garden", "harbor", "ledger", "violin", "candle", "meadow", "tower"]
+_WORDS = (
+    "river", "stone", "lamp", "garden", "harbor", "ledger", "violin", "candle", "meadow", "tower",
+)  # fmt: skip
 
 
 def _open(path: Path, clock: SimClock, snapshot: int | None = 0, **kw: object) -> Memory:
