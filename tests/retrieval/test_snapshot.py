@@ -307,6 +307,14 @@ def test_small_spaces_and_disabled_snapshots_write_nothing(tmp_path: Path) -> No
         _open(path, clock, snapshot=-1)
 
 
+def _mapped_snapshots(path: Path) -> list[str]:
+    """This process's memory mappings of the store's snapshot files (deleted ones included)."""
+    maps = Path("/proc/self/maps")
+    if not maps.exists():
+        pytest.skip("needs /proc/self/maps")
+    return [line for line in maps.read_text().splitlines() if f"{path.name}-index/" in line]
+
+
 def _files(directory: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file())
 
@@ -335,9 +343,14 @@ def test_a_purge_leaves_no_byte_of_the_record_in_any_snapshot(tmp_path: Path) ->
     with _open(path, clock) as holder, _open(path, clock) as purger:
         holder.peek("vault code", agent="ada")  # its arrays hold the secret
         purger.peek("vault code", agent="ada")
+        assert _mapped_snapshots(path)  # both map the snapshot file
         result = purger.forget(secret, "erasure request")
         assert result.scrubbed, result.remains
         assert not any(n in _files(tmp_path) for n in needles)
+        holder.peek("vault code", agent="ada")
+        purger.peek("vault code", agent="ada")
+        # the deleted file's bytes live on while mapped: each handle's next read let go of it
+        assert _mapped_snapshots(path) == []
     assert any(_index_dir(path).iterdir())  # written again on close
     found = _files(tmp_path)
     assert [n for n in needles if n in found] == []

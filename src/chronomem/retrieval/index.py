@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,11 +84,11 @@ class AgentArrays:
         self.pn = 0
         self.pemb: F32 | None = None
         self.powner: Rows = np.zeros(0, dtype=np.intp)
-        self.texts: list[str] = []
+        self._texts: list[str] | Callable[[], list[str]] = []
         self.keys: list[str | None] = []  # embedding keys (metadata), None: the text is the key
         self.domains: list[str | None] = []
         self.event_ids: list[str | None] = []
-        self.position: dict[str, int] = {}
+        self._position: dict[str, int] | None = {}
         self._derived: dict[object, npt.NDArray[np.generic]] = {}
         self._bounds: Bounds | None = None
 
@@ -103,6 +103,24 @@ class AgentArrays:
     superseded_at: npt.NDArray[np.int64]
     importance: npt.NDArray[np.float64]
     feedback_score: npt.NDArray[np.float64]
+
+    @property
+    def texts(self) -> list[str]:
+        """The records' texts (a snapshot's are decoded when first asked for)."""
+        if callable(self._texts):
+            self._texts = self._texts()
+        return self._texts
+
+    @texts.setter
+    def texts(self, value: list[str] | Callable[[], list[str]]) -> None:
+        self._texts = value
+
+    @property
+    def position(self) -> dict[str, int]:
+        """Each held record's row, by id (built when first asked for after a load or removal)."""
+        if self._position is None:
+            self._position = dict(zip(self.ids[: self.n].tolist(), range(self.n), strict=True))
+        return self._position
 
     @property
     def capacity(self) -> int:
@@ -238,7 +256,7 @@ class AgentArrays:
         self.domains = [d for d, k in zip(self.domains, keep, strict=True) if k]
         self.event_ids = [e for e, k in zip(self.event_ids, keep, strict=True) if k]
         self.n = int(keep.sum())
-        self.position = {str(i): p for p, i in enumerate(self.ids[: self.n])}
+        self._position = None
         self._derived.clear()
         self._bounds = None
 

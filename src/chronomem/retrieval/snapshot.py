@@ -3,7 +3,8 @@ read instead of rebuilding them row by row from the store (docs/storage.md, "Ind
 
 A snapshot holds every column of the loaded agents' :class:`~chronomem.retrieval.index.AgentArrays`
 (vectors, passage vectors, the scoring and visibility columns, ids, texts and the derived keys)
-exactly as they stood at one ``change_seq`` of the space. Loading it and then applying the store's
+exactly as they stood at one ``change_seq`` of the space. Loading maps the file into memory
+(copy-on-write), so a reopen reads nothing up front. Loading it and then applying the store's
 changes after that sequence gives the same arrays as a rebuild from the store.
 
 Layout: the magic bytes, the length of a JSON header, the header (what the snapshot is of and
@@ -17,6 +18,7 @@ chronomem version, another space, model or dimension, a size that does not add u
 from __future__ import annotations
 
 import json
+import mmap
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +29,7 @@ import numpy.typing as npt
 
 from chronomem.retrieval.index import AgentArrays
 
-__all__ = ["Snapshot", "load", "save"]
+__all__ = ["Snapshot", "load", "own", "save"]
 
 _MAGIC = b"CHRMIDX\x01"
 _ALIGN = 64
@@ -132,19 +134,37 @@ def load(
 ) -> Snapshot | None:
     """The snapshot at ``path`` when it is one of this space, model, dimension and chronomem
     version and its sizes add up; ``None`` otherwise (missing, damaged, of something else).
-    The whole file is read at once; the arrays are views of that one buffer."""
+
+    The file is mapped into memory copy-on-write, and the arrays are views of that one mapping:
+    nothing is copied, pages come from the OS's cache as the first read touches them, and
+    writes to the arrays stay private to this process (the file never changes). Call
+    :func:`own` before the views may hold bytes that must not outlive the file."""
     try:
         with path.open("rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            buf = np.empty(size, dtype=np.uint8)
-            if fh.readinto(buf.data) != size:
+            if os.fstat(fh.fileno()).st_size < len(_MAGIC) + 8:
                 return None
-    except OSError:
+            mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+    except (OSError, ValueError):
         return None
+    buf = np.frombuffer(mapped, dtype=np.uint8)
     try:
         return _parse(buf, _identity(space, model, dim, version))
     except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError):
         return None
+
+
+def own(a: AgentArrays) -> None:
+    """Replace every array of ``a`` that is a view of a snapshot's mapping with a copy, so the
+    mapping (and the file it keeps alive after a purge deleted it) can go."""
+    a.texts = a.texts  # decoded: the lazy decoder holds a view of the mapping
+    for name in _COLUMNS:
+        setattr(a, name, np.array(getattr(a, name)))
+    for name in ("emb", "pemb"):
+        if getattr(a, name) is not None:
+            setattr(a, name, np.array(getattr(a, name)))
+    a.powner = np.array(a.powner)
+    for key, value in list(a._derived.items()):
+        a._derived[key] = np.array(value)
 
 
 def _parse(buf: npt.NDArray[np.uint8], expected: dict[str, Any]) -> Snapshot | None:
@@ -214,7 +234,10 @@ def _agent(
             raise ValueError(f"{name}: dtype {arr.dtype}, expected {expected}")
         setattr(a, name, arr)
     a.n = n
-    a.texts = _strings(arrays[f"{k}.texts"], n)
+    raw_texts = arrays[f"{k}.texts"]
+    if n and np.count_nonzero(raw_texts == 0) != n - 1:
+        raise ValueError("wrong number of texts")
+    a.texts = lambda: _strings(raw_texts, n)  # decoded when first needed
     for name in _OPTIONAL_TEXTS:
         setattr(a, name, _optional(block(f"has_{name}"), arrays[f"{k}.{name}"]))
     a.speaker_names = {name: code for code, name in enumerate(described["speakers"])}
@@ -229,7 +252,7 @@ def _agent(
         a.pemb, a.powner, a.pn = arrays[f"{k}.pemb"], arrays[f"{k}.powner"], pn
         if a.pemb.shape != (pn, dim) or a.powner.shape != (pn,):
             raise ValueError("passage vectors of another shape")
-    a.position = dict(zip(a.ids.tolist(), range(n), strict=True))
+    a._position = None
     for name in _DERIVED:
         a._derived[name] = block(name)
     return a

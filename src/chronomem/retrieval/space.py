@@ -17,6 +17,7 @@ large enough and it changed since.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,7 @@ DEFAULT_SNAPSHOT_RECORDS = 10_000
 _SAMPLES = 16  # records of a snapshot looked up in the store before it is trusted
 
 
+@cache
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -72,6 +74,7 @@ class SpaceIndex:
         self._snapshot_tried = False
         self._snapshot_seq: int | None = None  # the sequence of the snapshot on disk, if known
         self._changed = 0  # rows fetched or removed since that snapshot (or since empty)
+        self._mapped = False  # some arrays are views of a snapshot file's mapping
         #: Where the loaded agents came from on the first read: "snapshot" or "store".
         self.loaded_from: str | None = None
 
@@ -87,7 +90,7 @@ class SpaceIndex:
             # and loaded rows that were never committed: start again from the store.
             self._aborted = self._store.aborted_writes
             self._agents.clear()
-            self._snapshot_seq = None
+            self._snapshot_seq, self._mapped = None, False
         seq = self._store.change_seq(self._space)
         if not self._agents and not self._snapshot_tried:
             self._snapshot_tried = True
@@ -111,6 +114,12 @@ class SpaceIndex:
         removed: dict[str, list[str]] = {}
         for record_id, agent in self._store.removed_since(self._space, self._seen_seq):
             removed.setdefault(agent, []).append(record_id)
+        if removed and self._mapped:
+            # A purge may be among the removals: copy the arrays off the snapshot's mapping,
+            # which keeps the file's bytes alive (even once deleted) as long as it exists.
+            for arrays in self._agents.values():
+                snapshot.own(arrays)
+            self._mapped = False
         for agent, ids in removed.items():
             if agent in self._agents:
                 self._agents[agent].remove(ids)
@@ -161,6 +170,7 @@ class SpaceIndex:
             self._agents[arrays.agent] = arrays
         self._seen_seq = self._snapshot_seq = found.seq
         self._changed = 0
+        self._mapped = True
         self.loaded_from = "snapshot"
 
     def _is_of_this_store(self, found: snapshot.Snapshot) -> bool:
