@@ -226,6 +226,7 @@ def open_handle(
     create: bool,
     allow_missing_vectors: bool,
     index_snapshot: int | None,
+    compact_vectors: int | None,
 ) -> Handle:
     """Open (or create) the store and build the handle (see :meth:`Memory.open`)."""
     config = resolve_preset(preset)
@@ -238,13 +239,11 @@ def open_handle(
         flags={"create": create, "allow_missing_vectors": allow_missing_vectors,
                "passages": passages},
     )  # fmt: skip
-    records = index_snapshot
-    if records is not None and (isinstance(records, bool) or not isinstance(records, int)):
-        records = -1
-    if records is not None and records < 0:
-        raise ConfigError(
-            f"index_snapshot must be a number of records >= 0 or None; got {index_snapshot!r}"
-        )
+    for name, value in (("index_snapshot", index_snapshot), ("compact_vectors", compact_vectors)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
+            raise ConfigError(f"{name} must be a number of records >= 0 or None; got {value!r}")
     chosen = _default_embedder() if isinstance(embedder, str) else embedder
     store = open_store(location, synchronous=synchronous, create=create)
     try:
@@ -267,7 +266,13 @@ def open_handle(
             meta=meta,
             meta_pending=pending,
             allow_missing_vectors=allow_missing_vectors,
-            index=SpaceIndex(store, space, meta.dim, snapshot_records=index_snapshot),
+            index=SpaceIndex(
+                store,
+                space,
+                meta.dim,
+                snapshot_records=index_snapshot,
+                compact_records=compact_vectors,
+            ),
         )
     except BaseException:
         store.close()

@@ -42,6 +42,7 @@ from chronomem.model.core import CoreBlock
 from chronomem.model.event import Ancestor, Event, Link
 from chronomem.model.record import Hit, Kind, Record
 from chronomem.model.review import Access, Proposal, ProposalStatus
+from chronomem.retrieval.compact import DEFAULT_COMPACT_RECORDS
 from chronomem.retrieval.options import ReadOptions
 from chronomem.retrieval.space import DEFAULT_SNAPSHOT_RECORDS
 from chronomem.stores.base import MemoryStore
@@ -81,6 +82,7 @@ class MemoryView:
         create: bool = True,
         allow_missing_vectors: bool = False,
         index_snapshot: int | None = DEFAULT_SNAPSHOT_RECORDS,
+        compact_vectors: int | None = DEFAULT_COMPACT_RECORDS,
     ) -> Self:
         """Open (or create) a store.
 
@@ -118,6 +120,10 @@ class MemoryView:
                 handle closes, once it holds at least this many records, so the next open loads
                 it in one read instead of rebuilding it from the rows (docs/storage.md, "Index
                 snapshot"); ``0``: at any size; ``None``: never save one nor use one found.
+            compact_vectors: a read of one agent holding at least this many records scans an
+                int8 copy of its vectors and rescores the best candidates exactly — the same
+                top k, a quarter of the bytes read (needs the ``fast`` extra, ``simsimd``;
+                docs/scoring.md, "Large agents"); ``None``: always the float32 scan.
 
         Raises:
             ConfigError: unknown preset, or the default embedder's extra is missing.
@@ -131,6 +137,7 @@ class MemoryView:
                 synchronous=synchronous, write_gate=write_gate, importance=importance, llm=llm,
                 reflection=reflection, passages=passages, create=create,
                 allow_missing_vectors=allow_missing_vectors, index_snapshot=index_snapshot,
+                compact_vectors=compact_vectors,
             )
         )  # fmt: skip
 

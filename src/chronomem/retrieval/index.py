@@ -13,6 +13,7 @@ import numpy.typing as npt
 from chronomem.arrays import F32, Rows, unit_rows
 from chronomem.errors import StoreError
 from chronomem.model.record import Kind
+from chronomem.retrieval.compact import Codes
 from chronomem.stores.base import NEVER, SINCE_EVER, RecordColumns
 from chronomem.text import dedup_key, event_key, speaker
 
@@ -81,6 +82,7 @@ class AgentArrays:
         self.has_passages = np.zeros(cap, dtype=np.bool_)
         self.ids = np.empty(cap, dtype=_ID_DTYPE)
         self.emb: F32 | None = None if dim is None else np.zeros((cap, dim), dtype=np.float32)
+        self.codes: Codes | None = None  # the int8 copy of emb, once a large read asked for it
         self.pn = 0
         self.pemb: F32 | None = None
         self.powner: Rows = np.zeros(0, dtype=np.intp)
@@ -140,6 +142,8 @@ class AgentArrays:
             emb = np.zeros((new_cap, self.emb.shape[1]), dtype=np.float32)
             emb[: self.n] = self.emb[: self.n]
             self.emb = emb
+        if self.codes is not None:
+            self.codes.grow(self.n, new_cap)
 
     def set_dim(self, dim: int) -> None:
         if self.dim == dim and self.emb is not None:
@@ -148,6 +152,7 @@ class AgentArrays:
             raise StoreError(f"embedding dimension changed from {self.dim} to {dim}")
         self.dim = dim
         self.emb = np.zeros((self.capacity, dim), dtype=np.float32)
+        self.codes = None
 
     def _write_rows(self, at: Rows, cols: RecordColumns, rows: Rows) -> None:
         self._bounds = None
@@ -158,6 +163,8 @@ class AgentArrays:
             self.set_dim(cols.embeddings.shape[1])
             assert self.emb is not None
             self.emb[at] = unit_rows(cols.embeddings[rows])
+            if self.codes is not None:
+                self.codes.write(at, self.emb[at])
 
     def _append_passages(self, cols: RecordColumns, rows: Rows, start: int) -> None:
         mats = [(start + k, cols.passages[i]) for k, i in enumerate(rows.tolist())]
@@ -238,6 +245,8 @@ class AgentArrays:
             arr = getattr(self, name)
             kept = arr[: self.n][keep]
             arr[: kept.shape[0]] = kept
+        if self.codes is not None:
+            self.codes.keep(keep, self.n)
         if self.emb is not None:
             kept_emb = self.emb[: self.n][keep]
             self.emb[: kept_emb.shape[0]] = kept_emb
@@ -259,6 +268,13 @@ class AgentArrays:
         self._position = None
         self._derived.clear()
         self._bounds = None
+
+    def compact(self) -> Codes:
+        """The int8 copy of the vectors (built on first use, then kept in step with them)."""
+        assert self.emb is not None
+        if self.codes is None:
+            self.codes = Codes.of(self.emb, self.n)
+        return self.codes
 
     # -- derived values, cached until the rows change ------------------------------------
     def bounds(self) -> Bounds:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from chronomem.retrieval.compact import Codes
 from chronomem.retrieval.index import AgentArrays
 
 __all__ = ["Snapshot", "load", "own", "save"]
@@ -88,6 +89,10 @@ def save(
             blocks.append((f"{k}.{name}", np.frombuffer(raw, dtype=np.uint8)))
         if a.emb is not None:
             blocks.append((f"{k}.emb", a.emb[:n]))
+        if a.codes is not None:
+            blocks.append((f"{k}.codes", a.codes.codes[:n]))
+            blocks.append((f"{k}.codes_scale", a.codes.scale[:n]))
+            blocks.append((f"{k}.codes_err", a.codes.err[:n]))
         if a.pemb is not None and a.pn:
             blocks.append((f"{k}.pemb", a.pemb[: a.pn]))
             blocks.append((f"{k}.powner", a.powner[: a.pn]))
@@ -163,6 +168,8 @@ def own(a: AgentArrays) -> None:
         if getattr(a, name) is not None:
             setattr(a, name, np.array(getattr(a, name)))
     a.powner = np.array(a.powner)
+    if a.codes is not None:
+        a.codes = Codes(np.array(a.codes.codes), np.array(a.codes.scale), np.array(a.codes.err))
     for key, value in list(a._derived.items()):
         a._derived[key] = np.array(value)
 
@@ -248,6 +255,10 @@ def _agent(
         a.emb = emb
     elif dim is not None:
         a.emb = np.zeros((n, dim), dtype=np.float32)
+    if f"{k}.codes" in arrays and a.emb is not None:
+        a.codes = Codes(block("codes"), block("codes_scale"), block("codes_err"))
+        if a.codes.codes.shape != a.emb.shape:
+            raise ValueError("int8 codes of another shape")
     if pn:
         a.pemb, a.powner, a.pn = arrays[f"{k}.pemb"], arrays[f"{k}.powner"], pn
         if a.pemb.shape != (pn, dim) or a.powner.shape != (pn,):

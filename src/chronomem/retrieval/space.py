@@ -24,6 +24,7 @@ import numpy as np
 
 from chronomem.clock import to_micros
 from chronomem.retrieval import snapshot
+from chronomem.retrieval.compact import DEFAULT_COMPACT_RECORDS
 from chronomem.retrieval.index import AgentArrays
 from chronomem.stores.base import MemoryStore, RecordColumns
 
@@ -54,6 +55,8 @@ class SpaceIndex:
         dim: the vector dimension (``None`` until the first vector).
         snapshot_records: write a snapshot on :meth:`save` once the loaded agents hold this many
             records; ``None`` never reads nor writes one.
+        compact_records: one-agent reads of at least this many records scan an int8 copy of the
+            vectors and rescore the best exactly; ``None``: never.
     """
 
     def __init__(
@@ -63,6 +66,7 @@ class SpaceIndex:
         dim: int | None,
         *,
         snapshot_records: int | None = DEFAULT_SNAPSHOT_RECORDS,
+        compact_records: int | None = DEFAULT_COMPACT_RECORDS,
     ) -> None:
         self._store = store
         self._space = space
@@ -71,6 +75,9 @@ class SpaceIndex:
         self._seen_seq = 0
         self._aborted = store.aborted_writes
         self._snapshot_records = snapshot_records
+        #: One-agent reads of at least this many records scan an int8 copy of the vectors
+        #: (``chronomem.retrieval.compact``); ``None``: never.
+        self.compact_records = compact_records
         self._snapshot_tried = False
         self._snapshot_seq: int | None = None  # the sequence of the snapshot on disk, if known
         self._changed = 0  # rows fetched or removed since that snapshot (or since empty)
