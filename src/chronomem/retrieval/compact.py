@@ -103,9 +103,10 @@ class Codes:
             arr[: kept.shape[0]] = kept
 
 
-def cosines(codes: Codes, n: int, query: F32) -> tuple[F64, F64]:
-    """Approximate products of the first ``n`` (unit) rows with ``query``, and each one's error
-    bound (the exact product lies within ``approx ± bound``)."""
+def cosines(codes: Codes, n: int, query: F32) -> tuple[F64, float]:
+    """Approximate products of the first ``n`` (unit) rows with ``query``, and a bound on their
+    error (each exact product lies within ``approx ± bound``): the bound of the row whose codes
+    are furthest from it, so the reads that follow pass over scalars, not another column."""
     simsimd = _simsimd()
     q_codes, q_scale, q_err = quantize(np.asarray(query, dtype=np.float32)[None, :])
     q_norm = float(np.linalg.norm(query.astype(np.float64)))
@@ -113,26 +114,29 @@ def cosines(codes: Codes, n: int, query: F32) -> tuple[F64, F64]:
         simsimd.cdist(q_codes, codes.codes[:n], metric="dot", threads=0), dtype=np.float64
     )[0]
     approx = dots * codes.scale[:n] * float(q_scale[0])
-    err = codes.err[:n].astype(np.float64)
-    bound = (1.0 + err) * float(q_err[0]) + err * q_norm + _SLACK
-    return approx, bound
+    err = float(codes.err[:n].max()) if n else 0.0
+    return approx, (1.0 + err) * float(q_err[0]) + err * q_norm + _SLACK
 
 
-def widen_extremes(dense: F64, bound: F64, mask: Mask | None, exact: Callable[[Rows], F64]) -> None:
+def widen_extremes(
+    dense: F64, bound: float, mask: Mask | None, exact: Callable[[Rows], F64]
+) -> None:
     """Make the candidates' smallest and largest cosines exact, in place (min-max normalisation
     maps them to 0 and 1): every row whose interval reaches past the best guaranteed extreme gets
-    its exact cosine and a zero bound. Then no other row's approximation lies outside them."""
-    within = np.ones(dense.shape[0], dtype=np.bool_) if mask is None else mask
-    if not within.any():
-        return
-    top = float(np.max(dense - bound, where=within, initial=-np.inf))
-    low = float(np.min(dense + bound, where=within, initial=np.inf))
-    rows = np.flatnonzero(within & ((dense + bound >= top) | (dense - bound <= low)))
+    its exact cosine. Then no other row's approximation lies outside them."""
+    if mask is None:
+        top, low = float(dense.max()) - bound, float(dense.min()) + bound
+        rows = np.flatnonzero((dense >= top - bound) | (dense <= low + bound))
+    else:
+        if not mask.any():
+            return
+        top = float(np.max(dense, where=mask, initial=-np.inf)) - bound
+        low = float(np.min(dense, where=mask, initial=np.inf)) + bound
+        rows = np.flatnonzero(mask & ((dense >= top - bound) | (dense <= low + bound)))
     dense[rows] = exact(rows)
-    bound[rows] = 0.0
 
 
-def refine(scores: Scores, bound: F64, exact: Callable[[Rows], F64], k: int) -> Scores:
+def refine(scores: Scores, bound: float, exact: Callable[[Rows], F64], k: int) -> Scores:
     """Exact final scores for every row that can be among the top ``k``.
 
     A row's final score moves with its cosine by at most ``slope`` per unit (the relevance
@@ -145,17 +149,21 @@ def refine(scores: Scores, bound: F64, exact: Callable[[Rows], F64], k: int) -> 
         scores.relevance_mode, config.dense_share
     )
     coef = config.weights.relevance * share * scores.norm_dense.scale
-    slope = np.full(bound.shape[0], coef) if c.factor is None else coef * c.factor
-    width = slope * bound
     final = scores.final
-    finite = np.isfinite(final)
-    m = int(np.count_nonzero(finite))
-    if m > k:
-        lower = np.where(finite, final - width, -np.inf)
-        tau = np.partition(lower, lower.shape[0] - k)[lower.shape[0] - k]
-        rows = np.flatnonzero(finite & (final + width >= tau))
+    n = final.shape[0]
+    if c.factor is None:  # one width for every row: the k-th best score less twice it
+        width = coef * bound
+        kth = np.partition(final, n - k)[n - k] if n > k else -np.inf
+        rows = np.flatnonzero(final >= kth - 2.0 * width) if np.isfinite(kth) else None
+        slope: F64 | float = coef
     else:
-        rows = np.flatnonzero(finite)
+        slope = coef * c.factor
+        widths = slope * bound
+        lower = final - widths
+        kth = np.partition(lower, n - k)[n - k] if n > k else -np.inf
+        rows = np.flatnonzero(final + widths >= kth) if np.isfinite(kth) else None
+    if rows is None:  # fewer than k candidates: every one of them
+        rows = np.flatnonzero(np.isfinite(final))
     values = exact(rows)
     fixed = config.normalisation is Normalisation.FIXED
 
@@ -163,7 +171,8 @@ def refine(scores: Scores, bound: F64, exact: Callable[[Rows], F64], k: int) -> 
         return np.clip(d, 0.0, 1.0) if fixed else d
 
     final = final.copy()
-    final[rows] += slope[rows] * (used(values) - used(c.dense[rows]))
+    step = slope if isinstance(slope, float) else slope[rows]
+    final[rows] += step * (used(values) - used(c.dense[rows]))
     c.dense[rows] = values
     if scores.dense_used is not None and scores.dense_used is not c.dense:
         scores.dense_used[rows] = used(values)
