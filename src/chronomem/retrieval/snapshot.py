@@ -257,7 +257,8 @@ def _agent(
         a.emb = np.zeros((n, dim), dtype=np.float32)
     if f"{k}.codes" in arrays and a.emb is not None:
         a.codes = Codes(block("codes"), block("codes_scale"), block("codes_err"))
-        if a.codes.codes.shape != a.emb.shape:
+        kinds = (a.codes.codes.dtype.str, a.codes.scale.dtype.str, a.codes.err.dtype.str)
+        if a.codes.codes.shape != a.emb.shape or kinds != ("|i1", "<f4", "<f4"):
             raise ValueError("int8 codes of another shape")
     if pn:
         a.pemb, a.powner, a.pn = arrays[f"{k}.pemb"], arrays[f"{k}.powner"], pn
