@@ -58,6 +58,7 @@ bench: bench-speed bench-quality
 
 bench-speed: $(STAMP)
 	$(PY) bench/recall_scaling.py
+	$(PY) bench/cold_start.py
 	$(PY) bench/tcmf.py
 	$(PY) bench/ingest.py
 	$(PY) bench/passages.py
@@ -70,6 +71,8 @@ bench-quality: $(STAMP)
 
 bench-full: $(STAMP)
 	$(PY) bench/recall_scaling.py --million
+	$(PY) bench/cold_start.py --sizes 200000 1000000
+	$(PY) bench/large_read.py
 	$(PY) bench/tcmf.py
 	$(PY) bench/ingest.py
 	$(PY) bench/passages.py
