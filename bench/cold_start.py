@@ -4,8 +4,10 @@ For N records of one agent (384-d fixed random vectors, no model) in a real SQLi
 with the store's bulk insert, this measures in one run, alternating, the time from
 ``Memory.open`` to the first read's hits (``peek``, generative-agents preset, top-30):
 
-- ``rebuild``: ``index_snapshot=None``, the arrays built from the store's rows (the old path);
-- ``snapshot``: the default, the arrays loaded from the snapshot the previous close wrote.
+- ``rebuild``: ``index_snapshot=None, compact_vectors=None``, the arrays built from the store's
+  rows and scanned in float32 (the path before issue 18);
+- ``snapshot``: the defaults, the arrays (and the int8 codes) mapped from the snapshot the
+  previous close wrote.
 
 Both read files the OS has in its page cache (the runs alternate over the same files). It also
 reports the first close's cost (writing the snapshot) and the file sizes, checks that both
@@ -65,13 +67,12 @@ def build(path: Path, n: int, rng: np.random.Generator) -> float:
     return time.perf_counter() - started
 
 
-def first_read(path: Path, q: np.ndarray, snapshot: int | None) -> tuple[float, list[str], str]:
+def first_read(path: Path, q: np.ndarray, new: bool) -> tuple[float, list[str], str]:
     """Seconds from open to the first read's hits; the hits; where the arrays came from."""
     gc.collect()
     started = time.perf_counter()
-    mem = Memory.open(
-        path, embedder=None, preset="generative-agents", create=False, index_snapshot=snapshot
-    )
+    off = {} if new else {"index_snapshot": None, "compact_vectors": None}
+    mem = Memory.open(path, embedder=None, preset="generative-agents", create=False, **off)
     hits = mem.peek("q", agent="agent", k=K, query_embedding=q)
     elapsed = time.perf_counter() - started
     source = str(mem._h.index.loaded_from)
@@ -93,8 +94,8 @@ def measure(n: int, repeats: int, rng: np.random.Generator) -> dict[str, float]:
         (snapshot_file,) = Path(f"{path}-index").iterdir()
         rebuild, loaded = [], []
         for _ in range(repeats):
-            t_old, hits_old, source_old = first_read(path, q, None)
-            t_new, hits_new, source_new = first_read(path, q, 0)
+            t_old, hits_old, source_old = first_read(path, q, new=False)
+            t_new, hits_new, source_new = first_read(path, q, new=True)
             assert (source_old, source_new) == ("store", "snapshot"), (source_old, source_new)
             assert hits_old == hits_new
             rebuild.append(t_old)
@@ -145,9 +146,10 @@ def main() -> int:
             f"Command: `{command}` — revision {info['revision']}, {info['date']}, "
             f"{info['cpu_count']} cores (shared), Python {info['python']}, numpy "
             f"{info['numpy']}. Median of {args.repeats} alternating runs over the same files "
-            "(in the OS page cache). `rebuild`: `index_snapshot=None`, arrays built from the "
-            "rows; `snapshot`: the arrays loaded from the snapshot file. Both return the same "
-            "hits. `save`: the close that wrote the snapshot.",
+            "(in the OS page cache). `rebuild`: `index_snapshot=None, compact_vectors=None`, "
+            "arrays built from the rows, float32 scan (the path before); `snapshot`: the "
+            "defaults, arrays and int8 codes mapped from the snapshot file. Both return the same "
+            "hits. `save`: the first close, which wrote the snapshot.",
             "",
             "| N | rebuild s | snapshot s | speedup | save s | store MB | snapshot MB |",
             "|---:|---:|---:|---:|---:|---:|---:|",
