@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,10 +117,11 @@ def save(
         }
     ).encode("utf-8")
     start = -(-(len(_MAGIC) + 8 + len(header)) // _ALIGN) * _ALIGN
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     path.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(name)
     try:
-        with tmp.open("wb") as fh:
+        with os.fdopen(handle, "wb") as fh:
             fh.write(_MAGIC + len(header).to_bytes(8, "little") + header)
             fh.write(b"\x00" * (start - fh.tell()))
             for (_, arr), at in zip(blocks, offsets, strict=True):

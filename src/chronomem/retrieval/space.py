@@ -16,6 +16,7 @@ large enough and it changed since.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -162,8 +163,8 @@ class SpaceIndex:
 
     def _load_snapshot(self, seq: int) -> None:
         path = self.snapshot_path()
-        if path is None or not path.exists():
-            return
+        if path is None or not path.exists() or not os.access(path, os.R_OK):
+            return  # (written 0600: another user's is left alone)
         meta = self._store.embedding_meta()
         found = snapshot.load(
             path, space=self._space, model=meta.model, dim=meta.dim, version=_version()
