@@ -15,7 +15,7 @@ export HF_HUB_OFFLINE := 1
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet $(TORCH) -e '.[embeddings,onnx,postgres,serve,client,mcp,langgraph,dev]'
+	$(PY) -m pip install --quiet $(TORCH) -e '.[embeddings,onnx,postgres,fast,serve,client,mcp,langgraph,dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -67,6 +67,7 @@ bench: bench-speed bench-quality
 bench-speed: $(STAMP)
 	$(PY) bench/embedding.py
 	$(PY) bench/recall_scaling.py
+	$(PY) bench/cold_start.py
 	$(PY) bench/tcmf.py
 	$(PY) bench/ingest.py
 	$(PY) bench/passages.py
@@ -81,6 +82,8 @@ bench-quality: $(STAMP)
 bench-full: $(STAMP)
 	$(PY) bench/embedding.py
 	$(PY) bench/recall_scaling.py --million
+	$(PY) bench/cold_start.py --sizes 200000 1000000
+	$(PY) bench/large_read.py
 	$(PY) bench/tcmf.py
 	$(PY) bench/ingest.py
 	$(PY) bench/passages.py

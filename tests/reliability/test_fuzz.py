@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chronomem import ChronomemError, InvalidInputError, Memory, Sensitivity
-from chronomem.config import PRESETS
+from chronomem.config import resolve_preset
 
 from .conftest import Plan, Seed
 from .harness import row_counts
@@ -175,8 +175,9 @@ def test_fuzzed_reads_answer_within_their_bounds_or_change_nothing(
         if hits is REFUSED:
             return
         outcomes["answered"] += 1
-        preset = arguments.get("preset")
-        k = arguments.get("k") or (PRESETS[preset] if preset else mem.preset).default_k
+        k = arguments.get("k")
+        if k is None:  # a spoiled value: the preset's default k
+            k = resolve_preset(arguments.get("preset") or mem.preset).default_k
         as_of = arguments.get("as_of") or mem.clock.now()
         assert len(hits) <= k
         assert all(h.record.recorded_at <= as_of for h in hits)

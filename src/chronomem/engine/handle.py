@@ -33,7 +33,7 @@ from chronomem.model.audit import AuditEntry
 from chronomem.model.event import Event
 from chronomem.model.ids import IdFactory
 from chronomem.model.record import Record
-from chronomem.retrieval.index import SpaceIndex
+from chronomem.retrieval.space import SpaceIndex
 from chronomem.stores import open_store
 from chronomem.stores.base import EmbeddingMeta, MemoryStore
 from chronomem.writing.anchors import EmbeddingImportance
@@ -231,6 +231,8 @@ def open_handle(
     passages: bool,
     create: bool,
     allow_missing_vectors: bool,
+    index_snapshot: int | None,
+    compact_vectors: int | None,
 ) -> Handle:
     """Open (or create) the store and build the handle (see :meth:`Memory.open`)."""
     config = resolve_preset(preset)
@@ -243,6 +245,11 @@ def open_handle(
         flags={"create": create, "allow_missing_vectors": allow_missing_vectors,
                "passages": passages},
     )  # fmt: skip
+    for name, value in (("index_snapshot", index_snapshot), ("compact_vectors", compact_vectors)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
+            raise ConfigError(f"{name} must be a number of records >= 0 or None; got {value!r}")
     chosen = _default_embedder() if isinstance(embedder, str) else embedder
     store = open_store(location, synchronous=synchronous, create=create)
     try:
@@ -265,7 +272,13 @@ def open_handle(
             meta=meta,
             meta_pending=pending,
             allow_missing_vectors=allow_missing_vectors,
-            index=SpaceIndex(store, space, meta.dim),
+            index=SpaceIndex(
+                store,
+                space,
+                meta.dim,
+                snapshot_records=index_snapshot,
+                compact_records=compact_vectors,
+            ),
         )
     except BaseException:
         store.close()

@@ -10,6 +10,7 @@ into the module that does the work (``engine/read.py``, ``graph.py``, ``lifecycl
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -34,20 +35,23 @@ from chronomem.config import ReflectionConfig, ReviewConfig, ScoringConfig, Writ
 from chronomem.embedders.base import Embedder
 from chronomem.engine import browse, core, graph, lifecycle, read, review, transfer
 from chronomem.engine.handle import Handle, open_handle
-from chronomem.errors import ConfigError
+from chronomem.errors import ConfigError, StoreError
 from chronomem.llm.base import LLMClient
 from chronomem.model.audit import AuditEntry
 from chronomem.model.core import CoreBlock
 from chronomem.model.event import Ancestor, Event, EventKind, Link
 from chronomem.model.record import Hit, Kind, Record, Status
 from chronomem.model.review import Access, Proposal, ProposalStatus
+from chronomem.retrieval.compact import DEFAULT_COMPACT_RECORDS
 from chronomem.retrieval.options import ReadOptions
+from chronomem.retrieval.space import DEFAULT_SNAPSHOT_RECORDS
 from chronomem.stores.base import MemoryStore
 from chronomem.writing.importance import ImportanceScorer
 
 __all__ = ["MemoryView", "Vector"]
 
 Vector = Sequence[float] | npt.NDArray[np.floating[Any]]
+_log = logging.getLogger("chronomem")
 
 
 class MemoryView:
@@ -77,6 +81,8 @@ class MemoryView:
         passages: bool = True,
         create: bool = True,
         allow_missing_vectors: bool = False,
+        index_snapshot: int | None = DEFAULT_SNAPSHOT_RECORDS,
+        compact_vectors: int | None = DEFAULT_COMPACT_RECORDS,
     ) -> Self:
         """Open (or create) a store.
 
@@ -112,6 +118,14 @@ class MemoryView:
                 model, accept records written without a vector (lexical only until
                 :meth:`~chronomem.Memory.embed_records` embeds them); by default such a write
                 is refused, since the record would never match by meaning.
+            index_snapshot: save the space's in-memory index next to a SQLite file when this
+                handle closes, once it holds at least this many records, so the next open loads
+                it in one read instead of rebuilding it from the rows (docs/storage.md, "Index
+                snapshot"); ``0``: at any size; ``None``: never save one nor use one found.
+            compact_vectors: a read of one agent holding at least this many records scans an
+                int8 copy of its vectors and rescores the best candidates exactly — the same
+                top k, a quarter of the bytes read (needs the ``fast`` extra, ``simsimd``;
+                docs/scoring.md, "Large agents"); ``None``: always the float32 scan.
 
         Raises:
             ConfigError: unknown preset, or the default embedder's extra is missing.
@@ -124,7 +138,8 @@ class MemoryView:
                 location, embedder=embedder, clock=clock, preset=preset, space=space,
                 synchronous=synchronous, write_gate=write_gate, importance=importance, llm=llm,
                 reflection=reflection, passages=passages, create=create,
-                allow_missing_vectors=allow_missing_vectors,
+                allow_missing_vectors=allow_missing_vectors, index_snapshot=index_snapshot,
+                compact_vectors=compact_vectors,
             )
         )  # fmt: skip
 
@@ -133,7 +148,12 @@ class MemoryView:
         with self._h.lock:
             if not self._h.closed:
                 self._h.closed = True
-                self._h.store.close()
+                try:
+                    self._h.index.save()
+                except (OSError, StoreError) as exc:  # a cache: the next open rebuilds it
+                    _log.warning("could not save the index snapshot: %s", exc)
+                finally:
+                    self._h.store.close()
 
     def __enter__(self) -> Self:
         return self

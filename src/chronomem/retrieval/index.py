@@ -1,14 +1,10 @@
 """Per-agent in-memory arrays that mirror the store, so a recall is a few vectorised passes
-(DESIGN §6).
-
-Every committed change bumps the space's ``change_seq``. Before a read, :class:`SpaceIndex` compares
-its last seen sequence with the store's and fetches exactly the rows changed since (by this process
-or any other process writing the same store), inside the read's snapshot.
+(DESIGN §6). :class:`~chronomem.retrieval.space.SpaceIndex` keeps them in sync with the store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,10 +13,11 @@ import numpy.typing as npt
 from chronomem.arrays import F32, Rows, unit_rows
 from chronomem.errors import StoreError
 from chronomem.model.record import Kind
-from chronomem.stores.base import NEVER, SINCE_EVER, MemoryStore, RecordColumns
+from chronomem.retrieval.compact import Codes
+from chronomem.stores.base import NEVER, SINCE_EVER, RecordColumns
 from chronomem.text import dedup_key, event_key, speaker
 
-__all__ = ["KINDS", "KIND_CODES", "AgentArrays", "Bounds", "SpaceIndex", "domain_key"]
+__all__ = ["KINDS", "KIND_CODES", "AgentArrays", "Bounds", "domain_key"]
 
 
 KINDS: tuple[Kind, ...] = tuple(Kind)
@@ -85,14 +82,15 @@ class AgentArrays:
         self.has_passages = np.zeros(cap, dtype=np.bool_)
         self.ids = np.empty(cap, dtype=_ID_DTYPE)
         self.emb: F32 | None = None if dim is None else np.zeros((cap, dim), dtype=np.float32)
+        self.codes: Codes | None = None  # the int8 copy of emb, once a large read asked for it
         self.pn = 0
         self.pemb: F32 | None = None
         self.powner: Rows = np.zeros(0, dtype=np.intp)
-        self.texts: list[str] = []
+        self._texts: list[str] | Callable[[], list[str]] = []
         self.keys: list[str | None] = []  # embedding keys (metadata), None: the text is the key
         self.domains: list[str | None] = []
         self.event_ids: list[str | None] = []
-        self.position: dict[str, int] = {}
+        self._position: dict[str, int] | None = {}
         self._derived: dict[object, npt.NDArray[np.generic]] = {}
         self._bounds: Bounds | None = None
 
@@ -107,6 +105,24 @@ class AgentArrays:
     superseded_at: npt.NDArray[np.int64]
     importance: npt.NDArray[np.float64]
     feedback_score: npt.NDArray[np.float64]
+
+    @property
+    def texts(self) -> list[str]:
+        """The records' texts (a snapshot's are decoded when first asked for)."""
+        if callable(self._texts):
+            self._texts = self._texts()
+        return self._texts
+
+    @texts.setter
+    def texts(self, value: list[str] | Callable[[], list[str]]) -> None:
+        self._texts = value
+
+    @property
+    def position(self) -> dict[str, int]:
+        """Each held record's row, by id (built when first asked for after a load or removal)."""
+        if self._position is None:
+            self._position = dict(zip(self.ids[: self.n].tolist(), range(self.n), strict=True))
+        return self._position
 
     @property
     def capacity(self) -> int:
@@ -126,6 +142,8 @@ class AgentArrays:
             emb = np.zeros((new_cap, self.emb.shape[1]), dtype=np.float32)
             emb[: self.n] = self.emb[: self.n]
             self.emb = emb
+        if self.codes is not None:
+            self.codes.grow(self.n, new_cap)
 
     def set_dim(self, dim: int) -> None:
         if self.dim == dim and self.emb is not None:
@@ -134,6 +152,7 @@ class AgentArrays:
             raise StoreError(f"embedding dimension changed from {self.dim} to {dim}")
         self.dim = dim
         self.emb = np.zeros((self.capacity, dim), dtype=np.float32)
+        self.codes = None
 
     def _write_rows(self, at: Rows, cols: RecordColumns, rows: Rows) -> None:
         self._bounds = None
@@ -144,6 +163,8 @@ class AgentArrays:
             self.set_dim(cols.embeddings.shape[1])
             assert self.emb is not None
             self.emb[at] = unit_rows(cols.embeddings[rows])
+            if self.codes is not None:
+                self.codes.write(at, self.emb[at])
 
     def _append_passages(self, cols: RecordColumns, rows: Rows, start: int) -> None:
         mats = [(start + k, cols.passages[i]) for k, i in enumerate(rows.tolist())]
@@ -181,6 +202,7 @@ class AgentArrays:
         self._grow(start + rows.size)
         at = np.arange(start, start + rows.size)
         self._write_rows(at, cols, rows)
+        self.has_passages[at] = False  # rows past n keep a removed row's flag
         self._append_passages(cols, rows, start)
         self.kind[at] = [KIND_CODES[Kind(cols.kinds[i])] for i in rows]
         names = self.speaker_names
@@ -223,6 +245,8 @@ class AgentArrays:
             arr = getattr(self, name)
             kept = arr[: self.n][keep]
             arr[: kept.shape[0]] = kept
+        if self.codes is not None:
+            self.codes.keep(keep, self.n)
         if self.emb is not None:
             kept_emb = self.emb[: self.n][keep]
             self.emb[: kept_emb.shape[0]] = kept_emb
@@ -241,9 +265,16 @@ class AgentArrays:
         self.domains = [d for d, k in zip(self.domains, keep, strict=True) if k]
         self.event_ids = [e for e, k in zip(self.event_ids, keep, strict=True) if k]
         self.n = int(keep.sum())
-        self.position = {str(i): p for p, i in enumerate(self.ids[: self.n])}
+        self._position = None
         self._derived.clear()
         self._bounds = None
+
+    def compact(self) -> Codes:
+        """The int8 copy of the vectors (built on first use, then kept in step with them)."""
+        assert self.emb is not None
+        if self.codes is None:
+            self.codes = Codes.of(self.emb, self.n)
+        return self.codes
 
     # -- derived values, cached until the rows change ------------------------------------
     def bounds(self) -> Bounds:
@@ -324,69 +355,3 @@ class AgentArrays:
             cached = np.fromiter((substring in k for k in keys), dtype=np.bool_, count=self.n)
             self._derived[name] = cached
         return cached  # type: ignore[return-value]
-
-
-class SpaceIndex:
-    """The loaded agents of one space, synchronised with the store on every read."""
-
-    def __init__(self, store: MemoryStore, space: str, dim: int | None) -> None:
-        self._store = store
-        self._space = space
-        self._dim = dim
-        self._agents: dict[str, AgentArrays] = {}
-        self._seen_seq = 0
-        self._aborted = store.aborted_writes
-
-    def set_dim(self, dim: int) -> None:
-        self._dim = dim
-        for arrays in self._agents.values():
-            arrays.set_dim(dim)
-
-    def arrays(self, agents: Sequence[str]) -> list[AgentArrays]:
-        """The synchronised arrays of ``agents`` (call inside the read's store snapshot)."""
-        if self._store.aborted_writes != self._aborted:
-            # A write transaction rolled back since the last sync, which may have run inside it
-            # and loaded rows that were never committed: start again from the store.
-            self._aborted = self._store.aborted_writes
-            self._agents.clear()
-        seq = self._store.change_seq(self._space)
-        if seq != self._seen_seq and self._agents:
-            self._apply_changes()
-        missing = [a for a in dict.fromkeys(agents) if a not in self._agents]
-        if missing:
-            cols = self._store.load_columns(self._space, missing)
-            for agent in missing:
-                self._agents[agent] = AgentArrays(agent, self._dim)
-            self._distribute(cols)
-        self._seen_seq = seq
-        return [self._agents[a] for a in agents]
-
-    def _apply_changes(self) -> None:
-        loaded = list(self._agents)
-        cols = self._store.load_columns(self._space, loaded, after_seq=self._seen_seq)
-        self._distribute(cols)
-        removed: dict[str, list[str]] = {}
-        for record_id, agent in self._store.removed_since(self._space, self._seen_seq):
-            removed.setdefault(agent, []).append(record_id)
-        for agent, ids in removed.items():
-            if agent in self._agents:
-                self._agents[agent].remove(ids)
-
-    def _distribute(self, cols: RecordColumns) -> None:
-        if len(cols) == 0:
-            return
-        if cols.embeddings is not None and self._dim is None:
-            self.set_dim(cols.embeddings.shape[1])
-        by_agent: dict[str, list[int]] = {}
-        for row, agent in enumerate(cols.agents):
-            by_agent.setdefault(agent, []).append(row)
-        for agent, row_list in by_agent.items():
-            arrays = self._agents.get(agent)
-            if arrays is None:
-                continue
-            rows = np.asarray(row_list, dtype=np.intp)
-            known = np.fromiter(
-                (cols.ids[i] in arrays.position for i in row_list), dtype=np.bool_, count=rows.size
-            )
-            arrays.update(cols, rows[known])
-            arrays.append(cols, rows[~known])

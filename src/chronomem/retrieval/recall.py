@@ -7,7 +7,7 @@ job, after the hits are known.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -16,14 +16,16 @@ import numpy.typing as npt
 
 from chronomem.arrays import F32, F64, I64, Mask, Rows
 from chronomem.clock import to_micros
-from chronomem.config import RecencyMode, RelevanceMode, ScoringConfig
+from chronomem.config import Normalisation, RecencyMode, RelevanceMode, ScoringConfig
 from chronomem.graph.boost import Boost, association, causal_boost
 from chronomem.lifecycle.rules import decay_factor, feedback_factor
 from chronomem.model.record import Breakdown, CausalPart, Hit, Kind, Record
+from chronomem.retrieval import compact
 from chronomem.retrieval.columns import Columns, columns, visible
-from chronomem.retrieval.index import KIND_CODES, SpaceIndex
+from chronomem.retrieval.index import KIND_CODES
 from chronomem.retrieval.query import Crisis, Query
 from chronomem.retrieval.relevance import lexical, preselect, similarities, speaker_match
+from chronomem.retrieval.space import SpaceIndex
 from chronomem.scoring.score import Candidates, Scores, rank, score
 from chronomem.scoring.versions import adjust_versions
 from chronomem.stores.base import MemoryStore
@@ -237,6 +239,34 @@ def _speaker_of(cols: Columns, row: int) -> str | None:
     return None if code < 0 else names[code]
 
 
+def _compact_exact(
+    index: SpaceIndex, cols: Columns, q: Query, chosen: Mask | None
+) -> Callable[[Rows], F64] | None:
+    """When the read scans the int8 copy: one agent of at least ``index.compact_records``
+    records, a dense query without a crisis, pre-selection, float64 cosines or passages in
+    play, and ``simsimd`` installed. Returns the exact cosines of given rows."""
+    a = cols.arrays[0]
+    vector = q.vector
+    c = q.config
+    if (
+        index.compact_records is None
+        or len(cols.arrays) != 1
+        or a.n < index.compact_records
+        or vector is None
+        or q.crisis is not None
+        or chosen is not None
+        or c.float64_cosines
+        or c.relevance is RelevanceMode.LEXICAL
+        or (c.passages and a.pn)
+        or a.emb is None
+        or a.dim != vector.shape[0]
+        or not compact.available()
+    ):
+        return None
+    emb = a.emb
+    return lambda rows: (emb[rows] @ vector).astype(np.float64)
+
+
 def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[Hit]:
     """Run one read; returns at most ``q.k`` hits, best first. Never writes."""
     with store.snapshot():
@@ -249,14 +279,24 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
         needs_lexical = q.vector is None or q.config.relevance is not RelevanceMode.DENSE
         lexical_scores = lexical(store, space, cols, q.text) if needs_lexical else None
         chosen = preselect(store, space, cols, q, lexical_scores, mask)
-        dense, event_cosines = similarities(
-            cols,
-            q.vector,
-            q.crisis,
-            chosen,
-            passages=q.config.passages,
-            float64=q.config.float64_cosines,
-        )
+        exact = _compact_exact(index, cols, q, chosen)
+        bound = None
+        dense: F64 | None
+        if exact is not None:  # a large one-agent read: scan the int8 copy (compact.py)
+            a = cols.arrays[0]
+            dense, bound = compact.cosines(a.compact(), a.n, q.vector)  # type: ignore[arg-type]
+            event_cosines: list[F32 | None] = [None]
+            if q.config.normalisation is not Normalisation.FIXED:
+                compact.widen_extremes(dense, bound, mask, exact)
+        else:
+            dense, event_cosines = similarities(
+                cols,
+                q.vector,
+                q.crisis,
+                chosen,
+                passages=q.config.passages,
+                float64=q.config.float64_cosines,
+            )
         speaker = speaker_match(cols, q)
         life = _lifecycle(cols, q)
         boost = None if q.crisis is None else _boost(cols, q.crisis, event_cosines)
@@ -278,6 +318,9 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             listed_after=listed_after,
         )
         scores = score(candidates, q.config, as_of_us=to_micros(q.as_of))
+        if exact is not None and bound is not None:
+            window = 0 if q.config.versions is None else q.config.versions.window
+            scores = compact.refine(scores, bound, exact, max(q.k, window))
         scores, versions = _versions(scores, cols, ids, recorded_at, q)
         groups = _select(scores, cols, ids, recorded_at, q.k)
         wanted = [str(ids[row]) for group in groups for row in group]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -158,6 +159,11 @@ class MemoryStore(Protocol):
 
     def removed_since(self, space: str, after_seq: int) -> list[tuple[str, str]]:
         """``(record_id, agent)`` of records deleted after ``after_seq``."""
+        ...
+
+    def index_path(self, space: str) -> Path | None:
+        """Where the in-memory index of ``space`` may be saved between runs (a file the store
+        owns: :meth:`scrub` deletes it), or ``None`` when this store keeps none."""
         ...
 
     def lexical(self, space: str, agents: Sequence[str], query: str) -> LexicalMatches:

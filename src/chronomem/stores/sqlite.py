@@ -11,6 +11,7 @@ space's ``change_seq`` so other processes' in-memory arrays can fetch exactly wh
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -172,6 +173,25 @@ class SQLiteStore(SQLStore):
             except sqlite3.Error as exc:
                 raise StoreError(f"{self.path}: close failed: {exc}") from exc
 
+    # -- the in-memory index's snapshots -----------------------------------------------------------
+    def index_path(self, space: str) -> Path | None:
+        """``<file>-index/<hash of the space>.snapshot`` next to the database file (``None`` for
+        an in-memory database)."""
+        if self.location == ":memory:":
+            return None
+        name = hashlib.sha256(space.encode("utf-8")).hexdigest()[:32]
+        return Path(f"{self.path}-index") / f"{name}.snapshot"
+
+    def _drop_index_snapshots(self) -> None:
+        """Delete every snapshot of the in-memory index (they may hold purged records' vectors
+        and texts); the next close of a large enough index writes a new one."""
+        directory = Path(f"{self.path}-index")
+        if self.location == ":memory:" or not directory.is_dir():
+            return
+        for path in directory.iterdir():
+            if path.is_file():
+                path.unlink(missing_ok=True)
+
     # -- purge -------------------------------------------------------------------------------
     def scrub(self, *, full: bool = False) -> str | None:
         # secure_delete zeroes freed cells and pages, but not every copy: when SQLite rebuilds a
@@ -180,7 +200,12 @@ class SQLiteStore(SQLStore):
         # unused middle of a live page. VACUUM rebuilds the whole file from the live rows, and
         # the truncating checkpoint copies the rebuilt pages over the old ones, truncates the
         # file and empties the write-ahead log. It costs a rewrite of the file (bench/purge.py).
+        # The snapshots of the in-memory index go first: they hold vectors and texts too.
         with self._lock:
+            try:
+                self._drop_index_snapshots()
+            except OSError as exc:
+                raise StoreError(f"{self.path}: cannot delete the index snapshots: {exc}") from exc
             try:
                 self._conn.execute("VACUUM")
             except sqlite3.OperationalError as exc:

@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 from chronomem.arrays import F32, I64
@@ -357,6 +358,9 @@ class SQLStore:
 
     def removed_since(self, space: str, after_seq: int) -> list[tuple[str, str]]:
         return columns.removed_since(self, space, after_seq)
+
+    def index_path(self, space: str) -> Path | None:
+        return None  # a server store keeps no file of its own (docs/storage.md)
 
     def lexical(self, space: str, agents: Sequence[str], query: str) -> LexicalMatches:
         return fulltext.lexical(self, space, agents, query)

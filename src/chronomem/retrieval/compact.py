@@ -1,0 +1,179 @@
+"""An int8 copy of an agent's unit vectors, scanned instead of the float32 matrix by large
+one-agent reads, with a bound on each cosine's error so the ranking stays exact (issue 18).
+
+Each row ``x`` is stored as ``scale * codes`` (per-row symmetric int8: ``scale = max|x| / 127``)
+with ``err = ||x - scale * codes||``; the query likewise. For unit ``x`` and ``q``::
+
+    |x.q - x^.q^| <= ||x^|| ||q - q^|| + ||x - x^|| ||q|| <= (1 + err) err_q + err
+
+so every approximate cosine comes with an interval holding the exact one. A read takes the rows
+whose best possible final score reaches the k-th best worst possible one, computes their exact
+cosines from the float32 vectors and patches their scores (see :func:`refine`): the top k is the
+one the float32 scan gives. Scanning needs ``simsimd`` (the ``fast`` extra): a quarter of the
+bytes of the float32 matrix, read with SIMD int8 dot products.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import cache
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from chronomem.arrays import F32, F64, Mask, Rows
+from chronomem.config import Normalisation, RelevanceMode
+from chronomem.scoring.score import Scores
+
+__all__ = [
+    "DEFAULT_COMPACT_RECORDS", "Codes", "available", "cosines", "refine", "widen_extremes",
+]  # fmt: skip
+
+#: An agent's vectors are scanned in int8 from this many records on (below, the float32
+#: product is as fast and the bound's bookkeeping costs more than it saves).
+DEFAULT_COMPACT_RECORDS = 200_000
+_SLACK = 1e-6  # float32 rounding in the exact products and the scale arithmetic
+_CHUNK = 65_536
+
+
+@cache
+def _simsimd() -> Any:
+    try:
+        import simsimd
+    except ImportError:
+        return None
+    return simsimd
+
+
+def available() -> bool:
+    """Whether the int8 scan can run (``simsimd`` is installed)."""
+    return _simsimd() is not None
+
+
+def quantize(rows: F32) -> tuple[npt.NDArray[np.int8], F32, F32]:
+    """Per-row symmetric int8 codes, scales and error norms of ``rows`` (unit or zero rows)."""
+    wide = rows.astype(np.float64)
+    scale = np.abs(wide).max(axis=1) / 127.0 if wide.size else np.zeros(rows.shape[0])
+    safe = np.where(scale > 0, scale, 1.0)
+    codes = np.clip(np.rint(wide / safe[:, None]), -127, 127)
+    err = np.linalg.norm(wide - codes * safe[:, None], axis=1)
+    # the float32 scale must reproduce the codes' value: the error is measured with it
+    return codes.astype(np.int8), scale.astype(np.float32), (err * (1 + 1e-6)).astype(np.float32)
+
+
+@dataclass(slots=True)
+class Codes:
+    """Full-capacity arrays, like :class:`~chronomem.retrieval.index.AgentArrays`' columns."""
+
+    codes: npt.NDArray[np.int8]
+    scale: F32
+    err: F32
+
+    @classmethod
+    def of(cls, emb: F32, n: int) -> Codes:
+        """The codes of the first ``n`` rows of ``emb``, with ``emb``'s capacity."""
+        cap, dim = emb.shape
+        out = cls(
+            np.zeros((cap, dim), dtype=np.int8),
+            np.zeros(cap, dtype=np.float32),
+            np.zeros(cap, dtype=np.float32),
+        )
+        for start in range(0, n, _CHUNK):
+            stop = min(n, start + _CHUNK)
+            out.write(np.arange(start, stop), emb[start:stop])
+        return out
+
+    def write(self, at: npt.NDArray[np.intp], rows: F32) -> None:
+        self.codes[at], self.scale[at], self.err[at] = quantize(rows)
+
+    def grow(self, n: int, cap: int) -> None:
+        for name in ("codes", "scale", "err"):
+            old = getattr(self, name)
+            new = np.zeros((cap, *old.shape[1:]), dtype=old.dtype)
+            new[:n] = old[:n]
+            setattr(self, name, new)
+
+    def keep(self, keep: Mask, n: int) -> None:
+        """Drop the rows of the first ``n`` not in ``keep``, moving the others up."""
+        for name in ("codes", "scale", "err"):
+            arr = getattr(self, name)
+            kept = arr[:n][keep]
+            arr[: kept.shape[0]] = kept
+
+
+def cosines(codes: Codes, n: int, query: F32) -> tuple[F64, float]:
+    """Approximate products of the first ``n`` (unit) rows with ``query``, and a bound on their
+    error (each exact product lies within ``approx ± bound``): the bound of the row whose codes
+    are furthest from it, so the reads that follow pass over scalars, not another column."""
+    simsimd = _simsimd()
+    q_codes, q_scale, q_err = quantize(np.asarray(query, dtype=np.float32)[None, :])
+    q_norm = float(np.linalg.norm(query.astype(np.float64)))
+    dots = np.asarray(
+        simsimd.cdist(q_codes, codes.codes[:n], metric="dot", threads=0), dtype=np.float64
+    )[0]
+    approx = dots * codes.scale[:n] * float(q_scale[0])
+    err = float(codes.err[:n].max()) if n else 0.0
+    return approx, (1.0 + err) * float(q_err[0]) + err * q_norm + _SLACK
+
+
+def widen_extremes(
+    dense: F64, bound: float, mask: Mask | None, exact: Callable[[Rows], F64]
+) -> None:
+    """Make the candidates' smallest and largest cosines exact, in place (min-max normalisation
+    maps them to 0 and 1): every row whose interval reaches past the best guaranteed extreme gets
+    its exact cosine. Then no other row's approximation lies outside them."""
+    if mask is None:
+        top, low = float(dense.max()) - bound, float(dense.min()) + bound
+        rows = np.flatnonzero((dense >= top - bound) | (dense <= low + bound))
+    else:
+        if not mask.any():
+            return
+        top = float(np.max(dense, where=mask, initial=-np.inf)) - bound
+        low = float(np.min(dense, where=mask, initial=np.inf)) + bound
+        rows = np.flatnonzero(mask & ((dense >= top - bound) | (dense <= low + bound)))
+    dense[rows] = exact(rows)
+
+
+def refine(scores: Scores, bound: float, exact: Callable[[Rows], F64], k: int) -> Scores:
+    """Exact final scores for every row that can be among the top ``k``.
+
+    A row's final score moves with its cosine by at most ``slope`` per unit (the relevance
+    weight, its dense share, the normalisation's scale and the row's lifecycle factor; no causal
+    boost on this path), so it lies within ``final ± slope * bound``. Rows whose upper end reaches
+    the k-th best lower end get their exact cosine and score; the others cannot overtake them."""
+    c, config = scores.candidates, scores.config
+    assert c.dense is not None
+    share = {RelevanceMode.DENSE: 1.0, RelevanceMode.LEXICAL: 0.0}.get(
+        scores.relevance_mode, config.dense_share
+    )
+    coef = config.weights.relevance * share * scores.norm_dense.scale
+    final = scores.final
+    n = final.shape[0]
+    if c.factor is None:  # one width for every row: the k-th best score less twice it
+        width = coef * bound
+        kth = np.partition(final, n - k)[n - k] if n > k else -np.inf
+        rows = np.flatnonzero(final >= kth - 2.0 * width) if np.isfinite(kth) else None
+        slope: F64 | float = coef
+    else:
+        slope = coef * c.factor
+        widths = slope * bound
+        lower = final - widths
+        kth = np.partition(lower, n - k)[n - k] if n > k else -np.inf
+        rows = np.flatnonzero(final + widths >= kth) if np.isfinite(kth) else None
+    if rows is None:  # fewer than k candidates: every one of them
+        rows = np.flatnonzero(np.isfinite(final))
+    values = exact(rows)
+    fixed = config.normalisation is Normalisation.FIXED
+
+    def used(d: F64) -> F64:
+        return np.clip(d, 0.0, 1.0) if fixed else d
+
+    final = final.copy()
+    step = slope if isinstance(slope, float) else slope[rows]
+    final[rows] += step * (used(values) - used(c.dense[rows]))
+    c.dense[rows] = values
+    if scores.dense_used is not None and scores.dense_used is not c.dense:
+        scores.dense_used[rows] = used(values)
+    return replace(scores, final=final)
