@@ -109,23 +109,20 @@ def similarities(
 
 
 def _float64_cosines(cols: Columns, vector: F32) -> F64:
-    """Cosines in float64, renormalising the stored rows and the query in float64 (their float32
-    norms are off by ~1e-7, which min-max normalisation of close cosines magnifies), rounded to
-    12 decimals: rows whose exact cosines are equal (orthogonal, parallel) tie as they do in
-    exact arithmetic, instead of min-max stretching a 1e-17 rounding difference to the whole
-    range."""
+    """Cosines in float64 from the stored float32 rows, with the Generative Agents code's own
+    arithmetic (``dot(a, b) / (norm(a) * norm(b))``, unrounded): its stable sort orders scores
+    that are equal to the last bit, so any other rounding can swap them."""
     query = vector.astype(np.float64)
-    query /= np.linalg.norm(query)
+    q_norm = float(np.linalg.norm(query))
     parts = []
     for a in cols.arrays:
         if a.emb is None or a.dim != vector.shape[0]:
             parts.append(np.zeros(a.n, dtype=np.float64))
             continue
         rows = a.emb[: a.n].astype(np.float64)
-        norms = np.linalg.norm(rows, axis=1)
+        norms = np.linalg.norm(rows, axis=1) * q_norm
         parts.append(np.divide(rows @ query, norms, out=np.zeros(a.n), where=norms > 0))
-    out = parts[0] if len(parts) == 1 else np.concatenate(parts)
-    return np.round(out, 12, out=out)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def _record_similarities(

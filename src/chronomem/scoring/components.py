@@ -20,6 +20,7 @@ __all__ = [
     "elapsed_recency",
     "fixed_lexical",
     "minmax",
+    "value_range",
     "ordinal_positions",
     "ordinal_recency",
 ]
@@ -78,12 +79,15 @@ def ordinal_positions(last_accessed_us: I64, listed_after: Mask, inserted: I64, 
 def ordinal_recency(positions: I64, decay: float) -> F64:
     """The code's recency: ``decay ** i`` at position ``i`` (1 = accessed longest ago, so the
     *oldest*-accessed memory gets the highest value); 0 where the position is 0."""
-    out = np.power(decay, positions.astype(np.float64))
-    out[positions == 0] = 0.0
-    return out
+    # Python's ``decay ** i`` (C ``pow``), as the code computes it: ``np.power`` can differ in
+    # the last bit, enough to reorder the code's exactly equal scores.
+    top = int(positions.max(initial=0))
+    table = np.array([0.0, *(decay**i for i in range(1, top + 1))], dtype=np.float64)
+    return table[positions]
 
 
-def _range(values: F64, mask: Mask | None) -> tuple[float, float]:
+def value_range(values: F64, mask: Mask | None) -> tuple[float, float]:
+    """The lowest and highest value over the candidates (``mask=None``: every row)."""
     if mask is None:
         return float(values.min()), float(values.max())
     return (
@@ -97,7 +101,7 @@ def minmax(values: F64, mask: Mask | None) -> Affine:
     everything to 0.5, never NaN."""
     if values.shape[0] == 0 or (mask is not None and not mask.any()):
         return Affine(0.0, 0.5)
-    lo, hi = _range(values, mask)
+    lo, hi = value_range(values, mask)
     span = hi - lo
     if not span > 0.0 or not math.isfinite(span):
         return Affine(0.0, 0.5)

@@ -1,7 +1,8 @@
 """The episodic score and the deterministic ranking (DESIGN §2 steps 3, 4, 5 hook, 7).
 
 ``score`` computes the final score of every row as one weighted sum over the raw components,
-with each normalisation folded in as an affine map; normalised values are computed per row only
+with each normalisation folded in as an affine map (the Generative Agents preset sums in its
+code's own arithmetic instead); normalised values are computed per row only
 for explanations (:meth:`Scores.components`). ``rank`` picks the top k by final score, then
 ``recorded_at`` descending, then id — identical inputs give identical output, and the order rows
 arrive in never matters.
@@ -25,6 +26,7 @@ from chronomem.scoring.components import (
     minmax,
     ordinal_positions,
     ordinal_recency,
+    value_range,
 )
 
 __all__ = ["Candidates", "Components", "Scores", "effective_relevance", "rank", "score"]
@@ -198,11 +200,23 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
     norm_importance = Affine(0.1, 0.0) if fixed else minmax(c.importance, mask)
     add(c.importance, w.importance, norm_importance)
 
-    final = np.full(n, constant, dtype=np.float64)
-    scratch = np.empty(n, dtype=np.float64)
-    for values, coefficient in terms:
-        np.multiply(values, coefficient, out=scratch)
-        final += scratch
+    if config.recency is RecencyMode.ORDINAL and not fixed and lexical_used is None:
+        # The Generative Agents code's own arithmetic, not the folded sum: equal scores are
+        # common there (min-max ends at 0 and 1, weights 0.5/3/2) and its stable sort keeps
+        # them in recency order, so a last-bit difference would reorder them.
+        assert dense_used is not None
+        final = _code_sum(
+            (recency_raw, norm_recency, w.recency),
+            (dense_used, norm_dense, w.relevance),
+            (c.importance, norm_importance, w.importance),
+            mask=mask,
+        )
+    else:
+        final = np.full(n, constant, dtype=np.float64)
+        scratch = np.empty(n, dtype=np.float64)
+        for values, coefficient in terms:
+            np.multiply(values, coefficient, out=scratch)
+            final += scratch
     if c.factor is not None:
         final *= c.factor
     if c.boost is not None:
@@ -231,6 +245,24 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
         final=final,
         positions=positions,
     )
+
+
+def _code_sum(*parts: tuple[F64, Affine, float], mask: Mask | None) -> F64:
+    """``Σ normalised · weight`` in the code's order and rounding (``normalize_dict_floats``:
+    ``(v - lo) / (hi - lo)``, 0.5 for a zero range; then ``value · weight``, summed left to
+    right). ``norm`` is the folded map, consulted only for the zero-range case."""
+    final: F64 | None = None
+    with np.errstate(all="ignore"):  # rows outside the mask are discarded by the caller
+        for values, norm, weight in parts:
+            if norm.scale == 0.0:
+                normalised = np.full(values.shape[0], norm.shift, dtype=np.float64)
+            else:
+                lo, hi = value_range(values, mask)
+                normalised = (values - lo) / (hi - lo)
+            term = normalised * weight
+            final = term if final is None else final + term
+    assert final is not None
+    return final
 
 
 def rank(
