@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -67,3 +69,11 @@ def as_vector(
     if not np.all(np.isfinite(as32)):
         raise InvalidInputError(f"{name} overflows float32", field=name)
     return np.ascontiguousarray(as32)
+
+
+def read_dim(folder: Path) -> int | None:
+    """The output dimension from a sentence-transformers folder, without loading the model."""
+    pooling = folder / "1_Pooling" / "config.json"
+    if pooling.is_file():
+        return int(json.loads(pooling.read_text())["word_embedding_dimension"])
+    return None

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from chronomem.embedders.base import read_dim
 from chronomem.embedders.onnx_session import INPUTS, load_tokenizer, mean_pool, open_session
 from chronomem.embedders.sentence_transformers import DEFAULT_MODEL_ID, bundled_model_path
 from chronomem.errors import ConfigError, EmbedderError
@@ -107,12 +108,7 @@ class OnnxEmbedder:
         self._cache_root = Path(cache_dir) if cache_dir is not None else None
         self.batch_size = batch_size
         self.num_threads = num_threads
-        pooling = self._path / "1_Pooling" / "config.json"
-        self._dim: int | None = (
-            int(json.loads(pooling.read_text())["word_embedding_dimension"])
-            if pooling.is_file()
-            else None
-        )
+        self._dim: int | None = read_dim(self._path)
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()

