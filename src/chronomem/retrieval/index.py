@@ -55,6 +55,7 @@ class AgentArrays:
     _I64_FIELDS = (
         "pk",
         "recorded_at",
+        "occurred_at",
         "last_accessed_at",
         "last_verified_at",
         "valid_from",
@@ -97,6 +98,7 @@ class AgentArrays:
     # typed accessors for the dynamic columns (mypy cannot see setattr)
     pk: npt.NDArray[np.int64]
     recorded_at: npt.NDArray[np.int64]
+    occurred_at: npt.NDArray[np.int64]
     last_accessed_at: npt.NDArray[np.int64]
     last_verified_at: npt.NDArray[np.int64]
     valid_from: npt.NDArray[np.int64]

@@ -22,9 +22,10 @@ from chronomem.lifecycle.rules import decay_factor, feedback_factor
 from chronomem.model.record import Breakdown, CausalPart, Hit, Kind, Record
 from chronomem.retrieval import compact
 from chronomem.retrieval.columns import Columns, columns, visible
+from chronomem.retrieval.cues import SpeakerCue, TimeCue, speaker_cue, time_cue
 from chronomem.retrieval.index import KIND_CODES
 from chronomem.retrieval.query import Crisis, Query
-from chronomem.retrieval.relevance import lexical, preselect, similarities, speaker_match
+from chronomem.retrieval.relevance import lexical, preselect, similarities
 from chronomem.retrieval.space import SpaceIndex
 from chronomem.scoring.score import Candidates, Scores, rank, score
 from chronomem.scoring.versions import adjust_versions
@@ -51,26 +52,39 @@ def _visible(cols: Columns, q: Query) -> Mask | None:
 
 
 @dataclass(frozen=True, slots=True)
-class _LifecycleFactors:
+class _Factors:
+    """The multiplicative factors of DESIGN §2 step 5: the lifecycle's decay and feedback, and
+    the question's time window (``cues.py``)."""
+
     decay: F64 | None
     feedback: F64 | None
+    when: TimeCue | None = None
 
     @property
     def factor(self) -> F64 | None:
-        if self.decay is None:
-            return self.feedback
-        return self.decay if self.feedback is None else self.decay * self.feedback
+        parts = [f for f in (self.decay, self.feedback) if f is not None]
+        if self.when is not None:
+            parts.append(self.when.factor)
+        if not parts:
+            return None
+        out = parts[0]
+        for part in parts[1:]:
+            out = out * part
+        return out
 
     def at(self, row: int) -> dict[str, float]:
         out = {}
-        if self.decay is not None and self.decay[row] != 1.0:
-            out["decay"] = float(self.decay[row])
-        if self.feedback is not None and self.feedback[row] != 1.0:
-            out["feedback"] = float(self.feedback[row])
+        named = (("decay", self.decay), ("feedback", self.feedback))
+        for name, values in (
+            *named,
+            ("time_window", None if self.when is None else self.when.factor),
+        ):
+            if values is not None and values[row] != 1.0:
+                out[name] = float(values[row])
         return out
 
 
-def _lifecycle(cols: Columns, q: Query) -> _LifecycleFactors:
+def _lifecycle(cols: Columns, q: Query, when: TimeCue | None) -> _Factors:
     """DESIGN §2 step 5, skipped entirely when no row can have a factor other than 1."""
     life = q.config.lifecycle
     bounds = [a.bounds() for a in cols.arrays]
@@ -87,7 +101,7 @@ def _lifecycle(cols: Columns, q: Query) -> _LifecycleFactors:
     feedback = None
     if life.feedback_strength != 0.0 and any(b.any_feedback for b in bounds):
         feedback = feedback_factor(cols.cat("feedback_score"), life)
-    return _LifecycleFactors(decay, feedback)
+    return _Factors(decay, feedback, when)
 
 
 def _select(
@@ -154,7 +168,12 @@ def _causal_part(cols: Columns, boost: Boost, crisis: Crisis, row: int, q: Query
 
 
 def _versions(
-    scores: Scores, cols: Columns, ids: npt.NDArray[np.str_], recorded_at: I64, q: Query
+    scores: Scores,
+    cols: Columns,
+    ids: npt.NDArray[np.str_],
+    recorded_at: I64,
+    q: Query,
+    when: TimeCue | None,
 ) -> tuple[Scores, dict[int, dict[str, float]]]:
     """Version-aware ranking of the best candidates (needs vectors); returns the adjusted scores
     and, per adjusted row, the factors for explanations."""
@@ -167,8 +186,9 @@ def _versions(
     rows = rank(scores.final, recorded_at, ids, config.window)
     if rows.size < 2:
         return scores, {}
-    if asks_when_something_happened(q.text):
-        config = replace(config, band=0.0)  # the time of an event is not a current state
+    if asks_when_something_happened(q.text) or (when is not None and when.closed_before(q.as_of)):
+        # the time of an event, or what held at a past time, is not a current state
+        config = replace(config, band=0.0)
     adjustment = adjust_versions(
         scores.final[rows], cols.vectors(rows, dims.pop()), recorded_at[rows], config
     )
@@ -188,12 +208,13 @@ def _versions(
 def _breakdown(
     cols: Columns,
     scores: Scores,
-    life: _LifecycleFactors,
+    life: _Factors,
     boost: Boost | None,
     row: int,
     q: Query,
     versions: dict[int, dict[str, float]],
     chosen: Mask | None,
+    speaker: SpeakerCue | None,
 ) -> Breakdown:
     c = q.config
     parts = scores.components(row)
@@ -206,6 +227,7 @@ def _breakdown(
         preselected=None if chosen is None else not outside,
         relevance_lexical=parts.lexical,
         speaker=_speaker_of(cols, row) if parts.speaker else None,
+        cues=_cues(speaker, life.when),
         relevance=parts.relevance,
         recency_mode=c.recency.value,
         age=timedelta(microseconds=parts.age_us),
@@ -221,6 +243,16 @@ def _breakdown(
         if boost is None or q.crisis is None
         else _causal_part(cols, boost, q.crisis, row, q),
     )
+
+
+def _cues(speaker: SpeakerCue | None, when: TimeCue | None) -> dict[str, str]:
+    """What the question's words made the read favour, for every hit of the read."""
+    out = {}
+    if speaker is not None:
+        out["speaker"] = speaker.reason
+    if when is not None:
+        out["time"] = when.reason()
+    return out
 
 
 def _listing(cols: Columns, config: ScoringConfig) -> tuple[I64 | None, Mask | None]:
@@ -297,8 +329,9 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
                 passages=q.config.passages,
                 float64=q.config.float64_cosines,
             )
-        speaker = speaker_match(cols, q)
-        life = _lifecycle(cols, q)
+        speaker = speaker_cue(cols, q)
+        when = time_cue(cols, q, mask)
+        life = _lifecycle(cols, q, when)
         boost = None if q.crisis is None else _boost(cols, q.crisis, event_cosines)
         recorded_at: I64 = cols.cat("recorded_at")
         ids: npt.NDArray[np.str_] = cols.cat("ids")
@@ -313,7 +346,7 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             lexical=lexical_scores,
             factor=life.factor,
             boost=None if boost is None else boost.value,
-            speaker=speaker,
+            speaker=None if speaker is None else speaker.match,
             inserted=inserted,
             listed_after=listed_after,
         )
@@ -321,7 +354,7 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
         if exact is not None and bound is not None:
             window = 0 if q.config.versions is None else q.config.versions.window
             scores = compact.refine(scores, bound, exact, max(q.k, window))
-        scores, versions = _versions(scores, cols, ids, recorded_at, q)
+        scores, versions = _versions(scores, cols, ids, recorded_at, q, when)
         groups = _select(scores, cols, ids, recorded_at, q.k)
         wanted = [str(ids[row]) for group in groups for row in group]
         records = {r.id: r for r in store.get_records(space, wanted)}
@@ -332,7 +365,9 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             Hit(
                 record=members[0],
                 score=float(scores.final[group[0]]),
-                breakdown=_breakdown(cols, scores, life, boost, int(group[0]), q, versions, chosen)
+                breakdown=_breakdown(
+                    cols, scores, life, boost, int(group[0]), q, versions, chosen, speaker
+                )
                 if q.explain
                 else None,
                 holders=tuple(m.agent for m in members),

@@ -1,6 +1,6 @@
 """The relevance inputs of a read (DESIGN §2 step 2): query cosines (with passages and a crisis's
-event cosines from one pass over each agent's vectors), BM25 matches, the asker's own lines, and
-the rows a store's vector index pre-selects."""
+event cosines from one pass over each agent's vectors), BM25 matches, and the rows a store's
+vector index pre-selects. What the question's wording favours is in ``cues.py``."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ from chronomem.graph.boost import event_matrix
 from chronomem.retrieval.columns import Columns
 from chronomem.retrieval.query import Crisis, Query
 from chronomem.stores.base import MemoryStore
-from chronomem.text import refers_to_self
 
-__all__ = ["lexical", "preselect", "similarities", "speaker_match"]
+__all__ = ["lexical", "preselect", "similarities"]
 
 # A cosine for a gathered row costs about as much as this many rows of the contiguous product
 # (measured with numpy on 200k × 384: 10% of the rows gathered took 0.6 × the whole product).
@@ -158,24 +157,6 @@ def _record_similarities(
         return None, event_parts
     dense = dense_parts[0] if len(dense_parts) == 1 else np.concatenate(dense_parts)
     return dense, event_parts
-
-
-def speaker_match(cols: Columns, q: Query) -> F64 | None:
-    """1.0 for the asker's own transcript lines when the query speaks in the first person ("what
-    do I ..."), else 0; ``None`` when no row matches.
-
-    Only the asker: a speaker *named* in a question is no such evidence — the other party talks
-    about them too, and LoCoMo's adversarial questions name the wrong one (boosting named
-    speakers cost 0.19 of their recall@10 for +0.005 elsewhere)."""
-    if q.config.speaker_weight == 0.0 or q.asker is None or not refers_to_self(q.text):
-        return None
-    asker = q.asker.strip().casefold()
-    parts = []
-    for a in cols.arrays:
-        code = a.speaker_names.get(asker, -2)  # -1 is "no speaker"
-        parts.append((a.speakers()[0] == code).astype(np.float64))
-    match = parts[0] if len(parts) == 1 else np.concatenate(parts)
-    return match if match.any() else None
 
 
 def lexical(store: MemoryStore, space: str, cols: Columns, text: str) -> F64:

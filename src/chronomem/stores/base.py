@@ -78,6 +78,7 @@ class RecordColumns:
     texts: list[str]
     importance: F64
     recorded_at: I64
+    occurred_at: I64
     last_accessed_at: I64
     last_verified_at: I64
     valid_from: I64

@@ -36,7 +36,7 @@ def load_columns(
         f" COALESCE(CASE WHEN superseded_at IS NULL THEN {us('valid_until')}"
         f" ELSE {us('valid_until_before')} END, {NEVER}),"
         f" domain, event_id, embedding, passages,"
-        f" CASE WHEN metadata LIKE ? THEN metadata END FROM records"
+        f" CASE WHEN metadata LIKE ? THEN metadata END, {us('occurred_at')} FROM records"
         f" WHERE space = ? AND agent IN ({marks(len(agents))})"
     )
     params: list[Any] = [f"%{EMBEDDING_KEY}%", space, *agents]
@@ -62,7 +62,8 @@ def _columns(rows: list[Any], location: str) -> RecordColumns:
         empty_i = np.empty(0, np.int64)
         return RecordColumns(
             pk=empty_i, ids=[], agents=[], kinds=[], texts=[],
-            importance=np.empty(0, np.float64), recorded_at=empty_i, last_accessed_at=empty_i,
+            importance=np.empty(0, np.float64), recorded_at=empty_i, occurred_at=empty_i,
+            last_accessed_at=empty_i,
             last_verified_at=empty_i, valid_from=empty_i, valid_until=empty_i,
             superseded_at=empty_i, feedback_score=np.empty(0, np.float64),
             valid_until_before=empty_i, domains=[], event_ids=[],
@@ -89,6 +90,7 @@ def _columns(rows: list[Any], location: str) -> RecordColumns:
         texts=list(cols[4]),
         importance=np.asarray(cols[5], dtype=np.float64),
         recorded_at=np.asarray(cols[6], dtype=np.int64),
+        occurred_at=np.asarray(cols[19], dtype=np.int64),
         last_accessed_at=np.asarray(cols[7], dtype=np.int64),
         last_verified_at=np.asarray(cols[8], dtype=np.int64),
         valid_from=np.asarray(cols[9], dtype=np.int64),
