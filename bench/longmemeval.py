@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine, write_results
 from _quality import BASELINES, CachedEmbedder, langchain_time_weighted, rrf, top
 from chronomem import Memory, SimClock
+from chronomem.config import ScoringConfig
 from chronomem.text import passages
 
 HERE = Path(__file__).resolve().parent
@@ -63,13 +64,26 @@ def ranked(
         "chronomem default": "default",
         "chronomem current-facts": "current-facts",
     }[system]
+    return ask(mem, question, qv, ctx["as_of"], preset, n)
+
+
+def ask(
+    mem: Memory,
+    question: dict[str, Any],
+    qv: np.ndarray,
+    as_of: datetime,
+    preset: str | ScoringConfig | None,
+    k: int,
+) -> list[str]:
+    """The ids of the top ``k`` records for a question by a chronomem preset: read-only (peek), at
+    ``as_of``, asked by the user (first-person questions read "I" and "my" as the user's lines)."""
     hits = mem.peek(
         question["question"],
         agent="memory",
-        k=n,
+        k=k,
         preset=preset,
         query_embedding=qv,
-        as_of=ctx["as_of"],
+        as_of=as_of,
         asker="user",
     )
     return [h.record.id for h in hits]
