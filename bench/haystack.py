@@ -5,19 +5,24 @@ same MiniLM vectors and the same BM25.
 Construction (LongMemEval-S style, from longmemeval_oracle.json): 12 questions per question type
 (fixed seed; abstention questions, ids ending in "_abs", left out as the official retrieval eval
 does). A question's haystack is its own evidence sessions, at their own dates, plus distractor
-sessions drawn (seeded by the question id) from the other questions' sessions until the haystack
-holds ``SESSIONS`` sessions or ``TURNS`` turns; each distractor starts at a random minute of the
-``SPREAD`` before the question's date. Records and reads as bench/longmemeval.py: one record per
-turn ("user: ..." / "assistant: ..."), one minute per turn, written in time order; the question is
-asked read-only at the end of its day by the user.
+sessions drawn (seeded by the question id) from the other questions' sessions (not from its
+``_abs`` twin's) until the haystack holds ``SESSIONS`` sessions or ``TURNS`` turns; each
+distractor starts at a random minute of the ``SPREAD`` before the question's date. Records and
+reads as bench/longmemeval.py: one record per turn ("user: ..." / "assistant: ..."), one minute
+per turn, written in time order; the question is asked read-only at the end of its day by the
+user.
 
 Metrics (LongMemEval src/retrieval/eval_utils.py): recall_any@k (any evidence item in the top
 k), recall_all@k (all of them), NDCG@k (binary relevance), k in {5, 10}; turn level (evidence:
 the ``has_answer`` turns of the question's own sessions, user and assistant alike) and session
 level (sessions in order of their first retrieved turn; evidence: ``answer_session_ids``).
+Where it departs from the official eval: that indexes the user's turns only (here every turn: the
+answers to single-session-assistant questions are the assistant's lines); its session NDCG counts
+every turn of an evidence session within the turns that reach k sessions (here: NDCG of the
+session ranking); its evidence sessions are those with a ``has_answer`` user turn.
 
     python bench/haystack.py [--per-type N] [--questions N] [--preset NAME]
-        [--variant NAME=SPEC] [--out NAME]
+        [--variant NAME=SPEC] [--spread-days D] [--no-baselines] [--out NAME]
 """
 
 from __future__ import annotations
@@ -86,7 +91,10 @@ def select(questions: list[dict[str, Any]], per_type: int, seed: int) -> list[di
 
 
 def haystack(
-    question: dict[str, Any], pool: dict[str, tuple[str, list[dict[str, Any]]]], seed: int
+    question: dict[str, Any],
+    pool: dict[str, tuple[str, list[dict[str, Any]]]],
+    seed: int,
+    spread: timedelta = SPREAD,
 ) -> list[Session]:
     """The question's sessions plus distractors from ``pool`` (session id -> (owner question
     base id, turns)), in time order. Seeded by the question id alone, so a question's haystack
@@ -110,9 +118,9 @@ def haystack(
     for sid in candidates:
         if len(sessions) >= SESSIONS or turns >= TURNS:
             break
-        minutes = rng.randrange(int(SPREAD.total_seconds() // 60))
+        minutes = rng.randrange(int(spread.total_seconds() // 60))
         sessions.append(
-            Session(sid, asked - SPREAD + timedelta(minutes=minutes), pool[sid][1], False)
+            Session(sid, asked - spread + timedelta(minutes=minutes), pool[sid][1], False)
         )
         turns += len(pool[sid][1])
     return sorted(sessions, key=lambda s: (s.start, s.session_id))
@@ -291,6 +299,12 @@ def main() -> int:
     parser.add_argument("--per-type", type=int, default=PER_TYPE, help="questions per type")
     parser.add_argument("--questions", type=int, help="only the first N of the selection")
     parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument(
+        "--spread-days",
+        type=float,
+        default=SPREAD.days,
+        help="distractors start within this many days before the question",
+    )
     parser.add_argument("--preset", action="append", default=[], help="another preset to run")
     parser.add_argument(
         "--variant",
@@ -321,7 +335,8 @@ def main() -> int:
         name, _, spec = item.partition("=")
         systems[f"variant {name}"] = variant(spec)
     started = time.perf_counter()
-    stacks = [haystack(q, pool, args.seed) for q in questions]
+    spread = timedelta(days=args.spread_days)
+    stacks = [haystack(q, pool, args.seed, spread) for q in questions]
     embedder = CachedEmbedder()
     texts = [text_of(t) for stack in stacks for s in stack for t in s.turns]
     embedder.embed([q["question"] for q in questions] + texts, progress=True)
@@ -347,9 +362,8 @@ def main() -> int:
     lines = ["# LongMemEval long haystacks (rebuilt from the oracle file)", "", *tables(summary)]
     print("\n".join(lines))
     print(f"{shape}; embedding {embedded:.0f}s, total {elapsed:.0f}s")
-    name = args.out or (
-        "haystack" if args.questions is None and args.per_type == PER_TYPE else None
-    )
+    full = args.questions is None and args.per_type == PER_TYPE and spread == SPREAD
+    name = args.out or ("haystack" if full else None)
     if name is None:
         return 0
     info = machine()
@@ -359,7 +373,8 @@ def main() -> int:
         f"{info['cpu_count']} cores (shared). Embeddings: all-MiniLM-L6-v2 (the same vectors "
         f"for every system). Haystacks: {shape['questions']} questions, "
         f"{shape['sessions per haystack']:.1f} sessions and {shape['turns per haystack']:.0f} "
-        f"turns on average, seed {args.seed}. Time: {elapsed:.0f} s (embedding {embedded:.0f} s).",
+        f"turns on average, distractors within {args.spread_days:g} days before the question, "
+        f"seed {args.seed}. Time: {elapsed:.0f} s (embedding {embedded:.0f} s).",
         "",
     ]
     variants = {n: repr(c) for n, c in systems.items() if isinstance(c, ScoringConfig)}
