@@ -60,8 +60,9 @@ lint: $(STAMP)
 check: lint test
 
 # Speed (embedding backends, scaling, TCMF, ingest, passages) and quality (crisis reads, LoCoMo,
-# LongMemEval); results in bench/results/. The first quality run embeds ~17k records and ~130k
-# passages with the real model (about an hour on one thread); later runs reuse bench/.cache.
+# LongMemEval oracle and long haystacks); results in bench/results/. The first quality run embeds
+# ~17k records and ~130k passages with the real model (about an hour on one thread); later runs
+# reuse bench/.cache.
 bench: bench-speed bench-quality
 
 bench-speed: $(STAMP)
@@ -78,6 +79,7 @@ bench-quality: $(STAMP)
 	$(PY) bench/tcmf_quality.py --depth 3 --name tcmf_quality_depth3
 	$(PY) bench/locomo.py
 	$(PY) bench/longmemeval.py
+	$(PY) bench/haystack.py
 
 bench-full: $(STAMP)
 	$(PY) bench/embedding.py
@@ -92,6 +94,7 @@ bench-full: $(STAMP)
 	$(PY) bench/tcmf_quality.py --depth 3 --name tcmf_quality_depth3
 	$(PY) bench/locomo.py
 	$(PY) bench/longmemeval.py
+	$(PY) bench/haystack.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo.chronomem.db*

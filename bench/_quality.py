@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -67,9 +69,17 @@ class CachedEmbedder:
         return np.stack([self._vectors[k] for k in keys]).astype(np.float32)
 
     def save(self) -> None:
+        """Write the cache, merged with what another run saved meanwhile, by atomic replace
+        (two benchmarks may share the cache)."""
         if self._dirty:
+            if self._path.exists():
+                data = np.load(self._path)
+                for key, vector in zip(data["keys"].tolist(), data["vectors"], strict=True):
+                    self._vectors.setdefault(key, vector)
             keys = np.asarray(list(self._vectors))
-            np.savez(self._path, keys=keys, vectors=np.stack(list(self._vectors.values())))
+            partial = self._path.with_name(f"{self._path.stem}.{os.getpid()}.tmp.npz")
+            np.savez(partial, keys=keys, vectors=np.stack(list(self._vectors.values())))
+            partial.replace(self._path)
             self._dirty = False
 
 
@@ -84,6 +94,32 @@ def metrics(ranking: Sequence[str], relevant: set[str]) -> dict[str, float]:
     out = {f"recall@{k}": sum(1 for r in ranks if r <= k) / len(relevant) for k in (5, 10, 20)}
     out["hit@10"] = 1.0 if any(r <= 10 for r in ranks) else 0.0
     out["mrr"] = 1.0 / ranks[0] if ranks else 0.0
+    return out
+
+
+def ndcg(ranking: Sequence[str], relevant: set[str], k: int) -> float:
+    """NDCG@k with binary relevance as LongMemEval's src/retrieval/eval_utils.py computes it: the
+    first two ranks both count in full (``rel_1 + sum_{i>=2} rel_i / log2(i)``); 0 without
+    relevant items."""
+
+    def dcg(gains: Sequence[float]) -> float:
+        return sum(g if i < 2 else g / math.log2(i) for i, g in enumerate(gains, start=1))
+
+    ideal = dcg([1.0] * min(k, len(relevant)))
+    return dcg([1.0 if r in relevant else 0.0 for r in ranking[:k]]) / ideal if ideal else 0.0
+
+
+def bm25_scores(mem: Any, agent: str, query: str, ids: Sequence[str]) -> np.ndarray:
+    """The store's own BM25 for ``query`` (the lexical leg of chronomem's hybrid relevance) for
+    each of ``ids`` (records of ``agent`` in ``mem``'s space), 0 where no term matches."""
+    with mem.store.snapshot():
+        cols = mem.store.load_columns(mem.space, [agent])
+    pk_of = dict(zip(cols.pk.tolist(), cols.ids, strict=True))
+    position = {rid: i for i, rid in enumerate(ids)}
+    out = np.zeros(len(ids))
+    lexical = mem.store.lexical(mem.space, [agent], query)
+    for pk, score in zip(lexical.pk.tolist(), lexical.score.tolist(), strict=True):
+        out[position[pk_of[pk]]] = score
     return out
 
 

@@ -30,7 +30,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import RESULTS, machine, write_results
-from _quality import BASELINES, CachedEmbedder, langchain_time_weighted, mean, metrics, rrf, top
+from _quality import (
+    BASELINES,
+    CachedEmbedder,
+    bm25_scores,
+    langchain_time_weighted,
+    mean,
+    metrics,
+    rrf,
+    top,
+)
 from chronomem import Memory, SimClock
 from chronomem.text import passages
 
@@ -152,21 +161,13 @@ def run_conversation(
     matrix = np.stack([s.embedding for s in stored]).astype(np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     hours = np.asarray([(asked - s.record.last_accessed_at).total_seconds() / 3600 for s in stored])
-    pk_of = {}
-    with mem.store.snapshot():
-        cols = mem.store.load_columns(mem.space, ["memory"])
-    pk_of = dict(zip(cols.pk.tolist(), cols.ids, strict=True))
     questions = [q["question"] for q in conv.qa]
     qvecs = embedder.embed(questions)
     rows = []
     for q, qv in zip(conv.qa, qvecs, strict=True):
         relevant = set(q["evidence"])
         cosine = matrix @ (qv / np.linalg.norm(qv))
-        lexical = mem.store.lexical(mem.space, ["memory"], q["question"])
-        bm25 = np.zeros(len(ids))
-        position = {rid: i for i, rid in enumerate(ids)}
-        for pk, s in zip(lexical.pk.tolist(), lexical.score.tolist(), strict=True):
-            bm25[position[pk_of[pk]]] = s
+        bm25 = bm25_scores(mem, "memory", q["question"], ids)
         dense_rank = top(ids, cosine, K)
         bm25_rank = top(ids, bm25, K) if bm25.any() else []
         rankings = {

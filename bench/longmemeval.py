@@ -28,8 +28,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine, write_results
-from _quality import BASELINES, CachedEmbedder, langchain_time_weighted, rrf, top
+from _quality import (
+    BASELINES,
+    CachedEmbedder,
+    bm25_scores,
+    langchain_time_weighted,
+    rrf,
+    top,
+)
 from chronomem import Memory, SimClock
+from chronomem.config import ScoringConfig
 from chronomem.text import passages
 
 HERE = Path(__file__).resolve().parent
@@ -63,13 +71,26 @@ def ranked(
         "chronomem default": "default",
         "chronomem current-facts": "current-facts",
     }[system]
+    return ask(mem, question, qv, ctx["as_of"], preset, n)
+
+
+def ask(
+    mem: Memory,
+    question: dict[str, Any],
+    qv: np.ndarray,
+    as_of: datetime,
+    preset: str | ScoringConfig | None,
+    k: int,
+) -> list[str]:
+    """The ids of the top ``k`` records for a question by a chronomem preset: read-only (peek), at
+    ``as_of``, asked by the user (first-person questions read "I" and "my" as the user's lines)."""
     hits = mem.peek(
         question["question"],
         agent="memory",
-        k=n,
+        k=k,
         preset=preset,
         query_embedding=qv,
-        as_of=ctx["as_of"],
+        as_of=as_of,
         asker="user",
     )
     return [h.record.id for h in hits]
@@ -112,18 +133,12 @@ def run(
         clock.set(max(as_of, clock.now()))
         with mem.store.snapshot():
             stored = list(mem.store.iter_records(mem.space))
-            cols = mem.store.load_columns(mem.space, ["memory"])
         ids = [s.record.id for s in stored]
         matrix = np.stack([s.embedding for s in stored]).astype(np.float32)
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
         qv = embedder.embed([q["question"]])[0]
         cosine = matrix @ (qv / np.linalg.norm(qv))
-        bm25 = np.zeros(len(ids))
-        position = {rid: i for i, rid in enumerate(ids)}
-        pk_of = dict(zip(cols.pk.tolist(), cols.ids, strict=True))
-        lexical = mem.store.lexical(mem.space, ["memory"], q["question"])
-        for pk, s in zip(lexical.pk.tolist(), lexical.score.tolist(), strict=True):
-            bm25[position[pk_of[pk]]] = s
+        bm25 = bm25_scores(mem, "memory", q["question"], ids)
         hours = np.asarray(
             [(as_of - s.record.last_accessed_at).total_seconds() / 3600 for s in stored]
         )
