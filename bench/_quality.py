@@ -3,15 +3,22 @@ model, ranking metrics, and the baselines computed from the same vectors and the
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import math
 import os
+import re
 from collections.abc import Sequence
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from chronomem.config import PRESETS, HybridFusion, ScoringConfig, VersionConfig
+from chronomem.model.record import Weights
 
 F32 = npt.NDArray[np.float32]
 CACHE = Path(__file__).resolve().parent / ".cache"
@@ -151,3 +158,46 @@ def langchain_time_weighted(cosine: np.ndarray, hours_since_access: np.ndarray) 
 
 def safe(x: float) -> float:
     return 0.0 if math.isnan(x) else x
+
+
+_OVERRIDES = re.compile(r"^(?:([\w-]+):)?([\w.]+\s*=.*)$", re.DOTALL)
+
+
+def variant(spec: str) -> ScoringConfig:
+    """A ScoringConfig from ``[PRESET:]key=value;dotted.key=value`` overrides of a preset
+    (``default`` unless named; values are Python literals or expressions such as
+    ``timedelta(days=2)``) or from a Python expression over ``default``, ``PRESETS``,
+    ``replace``, ``VersionConfig``, ``Weights`` and ``timedelta``."""
+    names: dict[str, Any] = {
+        "default": PRESETS["default"],
+        "PRESETS": PRESETS,
+        "replace": replace,
+        "VersionConfig": VersionConfig,
+        "Weights": Weights,
+        "HybridFusion": HybridFusion,
+        "timedelta": timedelta,
+    }
+    overrides = _OVERRIDES.match(spec)
+    if overrides:
+        config = PRESETS[overrides.group(1) or "default"]
+        for item in filter(None, (part.strip() for part in overrides.group(2).split(";"))):
+            path, _, raw = item.partition("=")
+            try:
+                value = ast.literal_eval(raw.strip())
+            except (ValueError, SyntaxError):
+                value = eval(raw, names)
+            config = _set(config, path.strip().split("."), value)
+    else:
+        config = eval(spec, names)
+    if not isinstance(config, ScoringConfig):
+        raise SystemExit(f"--variant {spec!r} is not a ScoringConfig")
+    return config
+
+
+def _set(obj: Any, path: list[str], value: Any) -> Any:
+    if len(path) == 1:
+        return replace(obj, **{path[0]: value})
+    inner = getattr(obj, path[0])
+    if inner is None and path[0] == "versions":
+        inner = VersionConfig()
+    return replace(obj, **{path[0]: _set(inner, path[1:], value)})

@@ -28,15 +28,13 @@ session ranking); its evidence sessions are those with a ``has_answer`` user tur
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import random
-import re
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -45,10 +43,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine, write_results
-from _quality import CachedEmbedder, bm25_scores, ndcg, rrf, top
+from _quality import CachedEmbedder, bm25_scores, ndcg, rrf, top, variant
 from chronomem import Memory, SimClock
-from chronomem.config import PRESETS, ScoringConfig, VersionConfig
-from chronomem.model.record import Weights
+from chronomem.config import ScoringConfig
 from chronomem.text import passages
 from longmemeval import DATA, ask, parse
 
@@ -128,48 +125,6 @@ def haystack(
 
 def text_of(turn: dict[str, Any]) -> str:
     return f"{turn['role']}: {turn['content']}"
-
-
-_OVERRIDES = re.compile(r"^(?:([\w-]+):)?([\w.]+\s*=.*)$", re.DOTALL)
-
-
-def variant(spec: str) -> ScoringConfig:
-    """A ScoringConfig from ``[PRESET:]key=value;dotted.key=value`` overrides of a preset
-    (``default`` unless named; values are Python literals or expressions such as
-    ``timedelta(days=2)``) or from a Python expression over ``default``, ``PRESETS``,
-    ``replace``, ``VersionConfig``, ``Weights`` and ``timedelta``."""
-    names: dict[str, Any] = {
-        "default": PRESETS["default"],
-        "PRESETS": PRESETS,
-        "replace": replace,
-        "VersionConfig": VersionConfig,
-        "Weights": Weights,
-        "timedelta": timedelta,
-    }
-    overrides = _OVERRIDES.match(spec)
-    if overrides:
-        config = PRESETS[overrides.group(1) or "default"]
-        for item in filter(None, (part.strip() for part in overrides.group(2).split(";"))):
-            path, _, raw = item.partition("=")
-            try:
-                value = ast.literal_eval(raw.strip())
-            except (ValueError, SyntaxError):
-                value = eval(raw, names)
-            config = _set(config, path.strip().split("."), value)
-    else:
-        config = eval(spec, names)
-    if not isinstance(config, ScoringConfig):
-        raise SystemExit(f"--variant {spec!r} is not a ScoringConfig")
-    return config
-
-
-def _set(obj: Any, path: list[str], value: Any) -> Any:
-    if len(path) == 1:
-        return replace(obj, **{path[0]: value})
-    inner = getattr(obj, path[0])
-    if inner is None and path[0] == "versions":
-        inner = VersionConfig()
-    return replace(obj, **{path[0]: _set(inner, path[1:], value)})
 
 
 def scores(ranking: list[str], relevant: set[str], prefix: str) -> dict[str, float]:

@@ -39,8 +39,10 @@ from _quality import (
     metrics,
     rrf,
     top,
+    variant,
 )
 from chronomem import Memory, SimClock
+from chronomem.config import ScoringConfig
 from chronomem.text import passages
 
 HERE = Path(__file__).resolve().parent
@@ -48,6 +50,7 @@ DATA = HERE.parent.parent / "shared" / "data" / "locomo" / "locomo10.json"
 TUNING = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 K = 20
+VARIANTS: dict[str, ScoringConfig] = {}  # --variant NAME=SPEC: "variant NAME" → its config
 SYSTEMS = (
     *BASELINES,
     "chronomem default",
@@ -187,6 +190,9 @@ def run_conversation(
         ):
             hits = mem.peek(q["question"], agent="memory", k=K, preset=preset, query_embedding=qv)
             rankings[name] = [h.record.id for h in hits]
+        for name, config in VARIANTS.items():
+            hits = mem.peek(q["question"], agent="memory", k=K, preset=config, query_embedding=qv)
+            rankings[name] = [h.record.id for h in hits]
         for system, ranking in rankings.items():
             rows.append(
                 {
@@ -202,7 +208,7 @@ def run_conversation(
 
 def summarise(rows: list[dict[str, Any]], which: set[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for system in SYSTEMS:
+    for system in (*SYSTEMS, *VARIANTS):
         mine = [r for r in rows if r["system"] == system and r["conversation"] in which]
 
         def strip(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -278,7 +284,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--only", nargs="*", help="conversation ids (default: all ten)")
+    parser.add_argument(
+        "--variant", action="append", default=[], metavar="NAME=SPEC",
+        help="also run a ScoringConfig variant (see _quality.variant); results are not written",
+    )  # fmt: skip
     args = parser.parse_args()
+    for item in args.variant:
+        name, _, spec = item.partition("=")
+        VARIANTS[f"variant {name}"] = variant(spec)
     conversations = load(args.data)
     if args.only:
         conversations = [c for c in conversations if c.sample_id in args.only]
@@ -304,7 +317,7 @@ def main() -> int:
     for title, summary in summaries.items():
         lines += table(summary, title)
     print("\n".join(lines))
-    if args.only:
+    if args.only or args.variant:
         return 0
     info = machine()
     notes = {

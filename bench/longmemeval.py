@@ -35,6 +35,7 @@ from _quality import (
     langchain_time_weighted,
     rrf,
     top,
+    variant,
 )
 from chronomem import Memory, SimClock
 from chronomem.config import ScoringConfig
@@ -47,6 +48,7 @@ SYSTEMS = (
     "chronomem default",
     "chronomem current-facts",
 )
+VARIANTS: dict[str, ScoringConfig] = {}  # --variant NAME=SPEC: "variant NAME" → its config
 
 
 def parse(text: str) -> datetime:
@@ -66,11 +68,15 @@ def ranked(
         return rrf(top(ids, cosine, n), top(ids, bm25, n) if bm25.any() else [])
     if system == "langchain-time-weighted":
         return top(ids, langchain_time_weighted(cosine, hours), n)
-    preset = {
-        "generative-agents formula": "generative-agents",
-        "chronomem default": "default",
-        "chronomem current-facts": "current-facts",
-    }[system]
+    preset: str | ScoringConfig
+    if system in VARIANTS:
+        preset = VARIANTS[system]
+    else:
+        preset = {
+            "generative-agents formula": "generative-agents",
+            "chronomem default": "default",
+            "chronomem current-facts": "current-facts",
+        }[system]
     return ask(mem, question, qv, ctx["as_of"], preset, n)
 
 
@@ -149,7 +155,7 @@ def run(
             if sid in set(q["answer_session_ids"])
         }
         evidence_sessions = sorted({session_of[e] for e in evidence}, key=lambda s: when[s])
-        for system in SYSTEMS:
+        for system in (*SYSTEMS, *VARIANTS):
             ranking = ranked(system, mem, q, qv, ctx)
             rank = {rid: i for i, rid in enumerate(ranking, start=1)}
             row: dict[str, Any] = {
@@ -181,7 +187,7 @@ def run(
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for system in SYSTEMS:
+    for system in (*SYSTEMS, *VARIANTS):
         mine = [r for r in rows if r["system"] == system]
         by_type: dict[str, dict[str, float]] = {}
         for qtype in [*sorted({r["type"] for r in mine}), "all"]:
@@ -251,7 +257,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--types", nargs="*", help="only these question types")
+    parser.add_argument(
+        "--variant", action="append", default=[], metavar="NAME=SPEC",
+        help="also run a ScoringConfig variant (see _quality.variant); results are not written",
+    )  # fmt: skip
     args = parser.parse_args()
+    for item in args.variant:
+        name, _, spec = item.partition("=")
+        VARIANTS[f"variant {name}"] = variant(spec)
     questions = json.loads(args.data.read_text())
     if args.types:
         questions = [q for q in questions if q["question_type"] in args.types]
@@ -264,7 +277,7 @@ def main() -> int:
     lines = ["# LongMemEval (oracle) retrieval", "", *tables(summary)]
     print("\n".join(lines))
     print(f"({time.perf_counter() - started:.0f}s)")
-    if args.types:
+    if args.types or args.variant:
         return 0
     info = machine()
     header = [

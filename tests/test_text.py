@@ -111,3 +111,34 @@ def test_first_person_is_not_read_into_abbreviations_and_latest_times_keep_the_b
     assert refers_to_self("Did I go? i did")
     assert not asks_when_something_happened("When was the last time I saw the dentist?")
     assert not asks_when_something_happened("When did I most recently visit Rome?")
+
+
+def test_questions_about_what_the_other_party_said() -> None:
+    from chronomem.text import asks_what_someone_said, asks_what_the_other_said
+
+    for question, words in (
+        ("You recommended five bottles. What was the fifth?", "you recommended"),
+        ("Can you remind me of the 7th job in the list you provided?", "remind me"),
+        ("Which game did you say was often played?", "did you say"),
+        ("I was looking back at our previous chat about tides", "our previous chat"),
+    ):
+        assert asks_what_the_other_said(question) == words
+    for question in ("Can you suggest a hotel?", "Can you recommend a show?", "What did I buy?"):
+        assert asks_what_the_other_said(question) is None
+    assert asks_what_someone_said("What did Melanie suggest?", "melanie") == "did melanie suggest"
+    assert asks_what_someone_said("What did Melanie make?", "melanie") is None  # a deed
+    assert asks_what_someone_said("What did Melanie suggest?", "caroline") is None
+
+
+def test_questions_that_take_every_piece_of_evidence() -> None:
+    from chronomem.text import asks_for_every_piece
+
+    for question, words in (
+        ("How many model kits have I bought?", "how many"),
+        ("Which did I read first, A or B?", "first"),
+        ("What did I switch from?", "switch"),
+        ("What was the total cost?", "total"),
+    ):
+        assert asks_for_every_piece(question) == words
+    for question in ("What is my cat's name?", "Can you remind me of our previous chat?"):
+        assert asks_for_every_piece(question) is None

@@ -23,6 +23,7 @@ __all__ = [
     "CausalConfig",
     "DepthWeighting",
     "Fusion",
+    "HybridFusion",
     "PRESETS",
     "LifecycleConfig",
     "Normalisation",
@@ -43,6 +44,19 @@ class RelevanceMode(StrEnum):
     DENSE = "dense"
     LEXICAL = "lexical"
     HYBRID = "hybrid"
+
+
+#: The readings of a question that favour a speaker's lines (``ScoringConfig.speaker_cues``).
+SPEAKER_CUES = frozenset({"other", "named", "self"})
+
+
+class HybridFusion(StrEnum):
+    """How hybrid relevance joins the normalised cosine and BM25: ``mean`` (``dense_share ·
+    dense + (1 - dense_share) · lexical``) or ``lift`` (``dense + (1 - dense_share) · max(0,
+    lexical - dense)``: lexical matches raise relevance, their absence never lowers it)."""
+
+    MEAN = "mean"
+    LIFT = "lift"
 
 
 class RecencyMode(StrEnum):
@@ -217,6 +231,13 @@ class VersionConfig:
             for the moment of an event, not for the current state.
         newer_after: how much later a near-duplicate must be recorded to count as newer.
         recency_span: in-band recency is measured over at least this long.
+        spread: for questions that take every piece of evidence (a count, an order, a change:
+            "how many", "before", "switched"), among the best ``spread_window`` candidates each
+            session's best keeps its score and the session's next ones lose ``spread`` of it
+            per place — so every session carrying a matching fact reaches the top k. 0: never.
+        spread_window: how many of the best candidates take part in the spread.
+        session_gap: records whose ``occurred_at`` lie within this of each other (in time
+            order) belong to one session.
     """
 
     window: int = 10
@@ -227,6 +248,9 @@ class VersionConfig:
     band_weight: float = 0.3
     newer_after: timedelta = timedelta(hours=12)
     recency_span: timedelta = timedelta(days=1)
+    spread: float = 0.0
+    spread_window: int = 30
+    session_gap: timedelta = timedelta(hours=1)
 
     def __post_init__(self) -> None:
         if self.newer_after < timedelta() or self.recency_span <= timedelta():
@@ -239,6 +263,12 @@ class VersionConfig:
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
                 raise ConfigError(f"versions.{name} must be finite and >= 0")
+        if not 0.0 <= self.spread < 1.0:
+            raise ConfigError(f"versions.spread must be in [0, 1); got {self.spread}")
+        if isinstance(self.spread_window, bool) or not isinstance(self.spread_window, int):
+            raise ConfigError("versions.spread_window must be an integer")
+        if self.spread_window < 1 or self.session_gap <= timedelta():
+            raise ConfigError("versions.spread_window must be >= 1 and session_gap positive")
         if self.band > 1.0:
             raise ConfigError(
                 f"versions.band is a fraction of the best score, in [0, 1]; got {self.band}"
@@ -253,7 +283,9 @@ class ScoringConfig:
         name: the preset name shown in explanations.
         relevance: dense, lexical or hybrid. Without a query vector, dense degrades to lexical.
         dense_share: in hybrid mode, ``relevance = dense_share * dense + (1 - dense_share) *
-            lexical`` after normalisation, in [0, 1].
+            lexical`` after normalisation, in [0, 1] (see ``hybrid``).
+        hybrid: how hybrid relevance fuses the two: ``mean`` (the line above) or ``lift``
+            (``dense + (1 - dense_share) * max(0, lexical - dense)``).
         recency: elapsed (time since last access) or ordinal (code compatibility).
         recency_decay: per ``recency_unit`` (elapsed) or per position (ordinal), in (0, 1].
         recency_unit: the time unit of the decay (the paper: one hour).
@@ -288,6 +320,8 @@ class ScoringConfig:
             asker ("you recommended ...", "remind me ..."), a named speaker's when it asks what
             they said ("What did Melanie suggest"), else the asker's own (``asker``) when it
             speaks in the first person (``retrieval/cues.py``).
+        speaker_cues: which of those readings apply: ``"other"`` (what was said to the asker),
+            ``"named"`` (what a named speaker said), ``"self"`` (the asker's own lines).
         time_prior: how much of its score a record can lose for lying outside the window of a
             time reference in the question ("a couple of days ago", "in March"), in [0, 1); 0
             reads no time references. Records in the window (or nearest it) keep their score.
@@ -296,6 +330,7 @@ class ScoringConfig:
     name: str = "custom"
     relevance: RelevanceMode = RelevanceMode.HYBRID
     dense_share: float = 0.5
+    hybrid: HybridFusion = HybridFusion.MEAN
     recency: RecencyMode = RecencyMode.ELAPSED
     recency_decay: float = 0.995
     recency_unit: timedelta = timedelta(hours=1)
@@ -314,12 +349,14 @@ class ScoringConfig:
     versions: VersionConfig | None = None
     passages: bool = False
     speaker_weight: float = 0.0
+    speaker_cues: frozenset[str] = SPEAKER_CUES
     time_prior: float = 0.0
 
     def __post_init__(self) -> None:
         # Accept plain strings for the enums, so configs read from JSON or flags validate here.
         for attr, enum in (
             ("relevance", RelevanceMode),
+            ("hybrid", HybridFusion),
             ("recency", RecencyMode),
             ("normalisation", Normalisation),
         ):
@@ -335,6 +372,10 @@ class ScoringConfig:
             raise ConfigError(f"recency_unit must be positive; got {self.recency_unit}")
         if not math.isfinite(self.speaker_weight) or self.speaker_weight < 0:
             raise ConfigError(f"speaker_weight must be finite and >= 0; got {self.speaker_weight}")
+        object.__setattr__(self, "speaker_cues", frozenset(self.speaker_cues))
+        if not self.speaker_cues <= SPEAKER_CUES:
+            unknown = ", ".join(sorted(self.speaker_cues - SPEAKER_CUES))
+            raise ConfigError(f"speaker_cues are some of other, named, self; got {unknown}")
         if not 0.0 <= self.time_prior < 1.0:
             raise ConfigError(f"time_prior must be in [0, 1); got {self.time_prior}")
         if not math.isfinite(self.bm25_half) or self.bm25_half <= 0:

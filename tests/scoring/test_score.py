@@ -3,6 +3,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -105,3 +106,12 @@ def test_ties_break_by_recorded_at_desc_then_id() -> None:
     assert list(ids[rank(final, recorded, ids, 4)]) == ["q", "a", "z", "b"]
     # Ties at the k-th place are resolved over every tied row, not the first ones found.
     assert list(ids[rank(final, recorded, ids, 2)]) == ["q", "a"]
+
+
+def test_lift_fusion_never_lowers_dense_relevance() -> None:
+    from chronomem.scoring.score import lifted
+
+    dense = np.asarray([0.6, 0.3, 0.3])
+    lexical = np.asarray([0.0, 0.7, 0.1])
+    assert lifted(dense.copy(), lexical.copy(), 0.5).tolist() == pytest.approx([0.6, 0.5, 0.3])
+    assert lifted(dense.copy(), lexical.copy(), 1.0).tolist() == pytest.approx(dense.tolist())

@@ -110,3 +110,55 @@ def test_questions_about_when_something_happened_get_no_band(
         moment = mem.peek("When did it happen?", query_embedding=question, explain=True)
         assert [h.record.id for h in moment] == [older, newer]
         assert "recent_in_band_bonus" not in moment[0].breakdown.factors  # type: ignore[union-attr]
+
+
+def test_each_sessions_best_keeps_its_score_and_its_others_yield() -> None:
+    from chronomem.scoring.versions import spread_sessions
+
+    minute, day = 60_000_000, 24 * HOUR
+    scores = np.asarray([0.9, 0.8, 0.7, 0.6, 0.5])
+    occurred = np.asarray([0, minute, 3 * day, 3 * day + minute, 2 * minute], dtype=np.int64)
+    factor = spread_sessions(scores, occurred, HOUR, 0.2)
+    # session one: rows 0, 1, 4 (minutes apart); session two: rows 2, 3
+    assert factor.tolist() == pytest.approx([1.0, 0.8, 1.0, 0.8, 0.64])
+    spread = scores * factor
+    assert spread[2] > spread[1]  # the second session's best now comes before the first's second
+    # the order rows arrive in does not matter
+    perm = np.asarray([3, 0, 4, 2, 1])
+    assert spread_sessions(scores[perm], occurred[perm], HOUR, 0.2).tolist() == pytest.approx(
+        factor[perm].tolist()
+    )
+    assert spread_sessions(scores, occurred, HOUR, 0.0).tolist() == [1.0] * 5
+    assert spread_sessions(scores[:0], occurred[:0], HOUR, 0.2).size == 0
+
+
+def test_a_question_that_takes_every_piece_reaches_every_session(
+    location: str | Path, clock: SimClock
+) -> None:
+    # no band: it would lift the newest record into the top 2 on its own
+    plain_config = replace(PRESETS["default"], versions=VersionConfig(band=0.0))
+    spread = replace(plain_config, versions=VersionConfig(band=0.0, spread=0.3))
+    v = unit(1, 0, 0)
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        first = [mem.remember(f"user: kit {i}", embedding=v).id for i in range(3)]
+        clock.advance(days=5)
+        later = mem.remember("user: kit", embedding=unit(1, 0.3, 0)).id  # a bit less close
+        clock.advance(days=1)
+        question = "how many kits did I build?"
+        plain = [
+            h.record.id for h in mem.peek(question, query_embedding=v, k=2, preset=plain_config)
+        ]
+        assert later not in plain
+        hits = mem.peek(question, query_embedding=v, k=2, preset=spread, explain=True)
+        assert later in [h.record.id for h in hits]
+        assert any(h.record.id in first for h in hits)
+        b = hits[0].breakdown
+        assert b is not None
+        assert '"how many"' in b.cues["every_piece"]
+        for h in mem.peek(question, query_embedding=v, k=4, preset=spread, explain=True):
+            assert h.breakdown is not None
+            assert sum(h.breakdown.contributions().values()) == pytest.approx(h.score)
+        # a question for one thing is not spread
+        one = mem.peek("which kit did I build?", query_embedding=v, k=2, preset=spread)
+        again = mem.peek("which kit did I build?", query_embedding=v, k=2, preset=plain_config)
+        assert [h.record.id for h in one] == [h.record.id for h in again]

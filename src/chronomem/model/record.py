@@ -278,6 +278,8 @@ class Breakdown:
             parts["newer version"] = f["newer_version_bonus"]
         if f.get("recent_in_band_bonus"):
             parts["latest in its band"] = f["recent_in_band_bonus"]
+        if "same_session" in f:  # after its session's better hits: the whole score scaled
+            parts = {name: value * f["same_session"] for name, value in parts.items()}
         return parts
 
     def to_dict(self) -> dict[str, Any]:

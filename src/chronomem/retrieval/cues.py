@@ -63,25 +63,26 @@ class TimeCue:
 
 def speaker_cue(cols: Columns, q: Query) -> SpeakerCue | None:
     """Whose lines the question favours (``None``: nobody's, or no row of theirs)."""
-    if q.config.speaker_weight == 0.0:
+    cues = q.config.speaker_cues
+    if q.config.speaker_weight == 0.0 or not cues:
         return None
     names = sorted({name for a in cols.arrays for name in a.speaker_names})
     asker = None if q.asker is None else q.asker.strip().casefold()
     chosen: list[str] = []
     reason = ""
-    said = asks_what_the_other_said(q.text) if asker is not None else None
+    said = asks_what_the_other_said(q.text) if asker is not None and "other" in cues else None
     if said is not None:
         chosen = [n for n in names if n != asker]
         reason = f'asks what was said to the asker ("{said}")'
     else:
-        for name in names:
+        for name in names if "named" in cues else ():
             words = asks_what_someone_said(q.text, name)
             if words is not None and name != asker:
                 chosen.append(name)
                 reason = f'asks what {name} said ("{words}")'
         if len(chosen) != 1:  # "what did A tell B": no single speaker
             chosen = []
-        if not chosen and asker is not None and refers_to_self(q.text):
+        if not chosen and asker is not None and "self" in cues and refers_to_self(q.text):
             chosen, reason = [asker], "first person: the asker's own lines"
     if not chosen:
         return None

@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from chronomem.arrays import F32, F64, I64, Mask, Rows
 from chronomem.clock import to_micros
-from chronomem.config import Normalisation, RecencyMode, RelevanceMode, ScoringConfig
+from chronomem.config import HybridFusion, Normalisation, RecencyMode, RelevanceMode, ScoringConfig
 from chronomem.graph.boost import Boost, association, causal_boost
 from chronomem.lifecycle.rules import decay_factor, feedback_factor
 from chronomem.model.record import Breakdown, CausalPart, Hit, Kind, Record
@@ -28,12 +28,13 @@ from chronomem.retrieval.query import Crisis, Query
 from chronomem.retrieval.relevance import lexical, preselect, similarities
 from chronomem.retrieval.space import SpaceIndex
 from chronomem.scoring.score import Candidates, Scores, rank, score
-from chronomem.scoring.versions import adjust_versions
+from chronomem.scoring.versions import adjust_versions, spread_sessions
 from chronomem.stores.base import MemoryStore
-from chronomem.text import asks_when_something_happened
+from chronomem.text import asks_for_every_piece, asks_when_something_happened
 
 __all__ = ["Crisis", "Query", "recent", "search"]
 
+_ONE_US = timedelta(microseconds=1)
 # Core memory blocks are in an agent's context already: reads leave them out unless asked.
 CORE = frozenset({Kind.CORE})
 
@@ -202,6 +203,32 @@ def _versions(
             "recent_in_band_bonus": float(adjustment.recent[k]) or None,
         }
         factors[row] = {name: value for name, value in parts.items() if value is not None}
+    return _spread(replace(scores, final=final), cols, ids, recorded_at, q, factors)
+
+
+def _spread(
+    scores: Scores,
+    cols: Columns,
+    ids: npt.NDArray[np.str_],
+    recorded_at: I64,
+    q: Query,
+    factors: dict[int, dict[str, float]],
+) -> tuple[Scores, dict[int, dict[str, float]]]:
+    """For a question that takes every piece of evidence ("how many", "before", "switched"):
+    each session's best candidate ahead of its session's others (``spread_sessions``)."""
+    config = q.config.versions
+    if config is None or config.spread == 0.0 or asks_for_every_piece(q.text) is None:
+        return scores, factors
+    rows = rank(scores.final, recorded_at, ids, config.spread_window)
+    spread = spread_sessions(
+        scores.final[rows], cols.cat("occurred_at")[rows], config.session_gap // _ONE_US,
+        config.spread,
+    )  # fmt: skip
+    final = scores.final.copy()
+    final[rows] *= spread
+    for row, value in zip(rows.tolist(), spread.tolist(), strict=True):
+        if value != 1.0:
+            factors.setdefault(row, {})["same_session"] = value
     return replace(scores, final=final), factors
 
 
@@ -227,7 +254,7 @@ def _breakdown(
         preselected=None if chosen is None else not outside,
         relevance_lexical=parts.lexical,
         speaker=_speaker_of(cols, row) if parts.speaker else None,
-        cues=_cues(speaker, life.when),
+        cues=_cues(speaker, life.when, q),
         relevance=parts.relevance,
         recency_mode=c.recency.value,
         age=timedelta(microseconds=parts.age_us),
@@ -245,13 +272,16 @@ def _breakdown(
     )
 
 
-def _cues(speaker: SpeakerCue | None, when: TimeCue | None) -> dict[str, str]:
+def _cues(speaker: SpeakerCue | None, when: TimeCue | None, q: Query) -> dict[str, str]:
     """What the question's words made the read favour, for every hit of the read."""
     out = {}
     if speaker is not None:
         out["speaker"] = speaker.reason
     if when is not None:
         out["time"] = when.reason()
+    every = asks_for_every_piece(q.text)
+    if every is not None and q.config.versions is not None and q.config.versions.spread:
+        out["every_piece"] = f'asks for every piece ("{every}"): each session\'s best first'
     return out
 
 
@@ -289,6 +319,7 @@ def _compact_exact(
         or chosen is not None
         or c.float64_cosines
         or c.relevance is RelevanceMode.LEXICAL
+        or (c.relevance is RelevanceMode.HYBRID and c.hybrid is HybridFusion.LIFT)
         or (c.passages and a.pn)
         or a.emb is None
         or a.dim != vector.shape[0]

@@ -17,7 +17,14 @@ import numpy as np
 import numpy.typing as npt
 
 from chronomem.arrays import F64, I64, Mask, Rows
-from chronomem.config import Fusion, Normalisation, RecencyMode, RelevanceMode, ScoringConfig
+from chronomem.config import (
+    Fusion,
+    HybridFusion,
+    Normalisation,
+    RecencyMode,
+    RelevanceMode,
+    ScoringConfig,
+)
 from chronomem.scoring.components import (
     IDENTITY,
     Affine,
@@ -29,7 +36,7 @@ from chronomem.scoring.components import (
     value_range,
 )
 
-__all__ = ["Candidates", "Components", "Scores", "effective_relevance", "rank", "score"]
+__all__ = ["Candidates", "Components", "Scores", "effective_relevance", "lifted", "rank", "score"]
 
 _ONE_US = timedelta(microseconds=1)
 
@@ -113,6 +120,8 @@ class Scores:
             relevance = d
         elif mode is RelevanceMode.LEXICAL:
             relevance = lx
+        elif cfg.hybrid is HybridFusion.LIFT:
+            relevance = d + (1.0 - cfg.dense_share) * max(0.0, lx - d)
         else:
             relevance = cfg.dense_share * d + (1.0 - cfg.dense_share) * lx
         spoke = 0.0 if c.speaker is None else float(c.speaker[row])
@@ -171,13 +180,19 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
         assert c.dense is not None
         dense_used = np.clip(c.dense, 0.0, 1.0) if fixed else c.dense
         norm_dense = IDENTITY if fixed else minmax(dense_used, mask)
-        add(dense_used, w.relevance * dense_share, norm_dense)
     norm_lexical, lexical_used = Affine(0.0, 0.0), None
     if dense_share < 1.0:
         lexical = c.lexical if c.lexical is not None else np.zeros(n, dtype=np.float64)
         lexical_used = fixed_lexical(lexical, config.bm25_half) if fixed else lexical
         norm_lexical = IDENTITY if fixed else minmax(lexical, mask)
-        add(lexical_used, w.relevance * (1.0 - dense_share), norm_lexical)
+    if dense_used is not None and lexical_used is not None and config.hybrid is HybridFusion.LIFT:
+        add(lifted(norm_dense(dense_used), norm_lexical(lexical_used), dense_share), w.relevance,
+            IDENTITY)  # fmt: skip
+    else:
+        if dense_used is not None:
+            add(dense_used, w.relevance * dense_share, norm_dense)
+        if lexical_used is not None:
+            add(lexical_used, w.relevance * (1.0 - dense_share), norm_lexical)
     if c.speaker is not None and config.speaker_weight:
         add(c.speaker, w.relevance * config.speaker_weight, IDENTITY)
 
@@ -245,6 +260,17 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
         final=final,
         positions=positions,
     )
+
+
+def lifted(dense: F64, lexical: F64, dense_share: float) -> F64:
+    """Hybrid relevance that lexical matches can only raise: ``dense + (1 - dense_share) ·
+    max(0, lexical - dense)`` (both normalised). Evidence sharing no word with the question keeps
+    its whole dense relevance instead of ``dense_share`` of it."""
+    gain = lexical - dense
+    np.maximum(gain, 0.0, out=gain)
+    gain *= 1.0 - dense_share
+    gain += dense
+    return gain
 
 
 def _code_sum(*parts: tuple[F64, Affine, float], mask: Mask | None) -> F64:

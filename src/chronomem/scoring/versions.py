@@ -17,7 +17,7 @@ import numpy as np
 from chronomem.arrays import F32, F64, I64
 from chronomem.config import VersionConfig
 
-__all__ = ["VersionAdjustment", "adjust_versions"]
+__all__ = ["VersionAdjustment", "adjust_versions", "spread_sessions"]
 
 _ONE_US = timedelta(microseconds=1)
 
@@ -56,3 +56,27 @@ def adjust_versions(
         span = max(int(high - low), config.recency_span // _ONE_US)
         recent = np.where(in_band, config.band_weight * best * (recorded_at - low) / span, 0.0)
     return VersionAdjustment(adjusted + recent, demoted, inherited, recent)
+
+
+def spread_sessions(scores: F64, occurred_at: I64, gap_us: int, spread: float) -> F64:
+    """The factor of each of the top rows that puts every session's best row ahead of the
+    session's others: rows whose ``occurred_at`` lie within ``gap_us`` of each other (in time
+    order) form a session; the best-scoring row of a session keeps its score, the next loses
+    ``spread`` of it, the one after ``1 - (1 - spread) ** 2``, and so on. Ties go to the earlier
+    row, so the order the rows arrive in never matters beyond their scores."""
+    n = scores.shape[0]
+    if n == 0 or spread == 0.0:
+        return np.ones(n, dtype=np.float64)
+    by_time = np.argsort(occurred_at, kind="stable")
+    starts = np.empty(n, dtype=np.bool_)
+    starts[0] = True
+    starts[1:] = np.diff(occurred_at[by_time]) > gap_us
+    session = np.empty(n, dtype=np.int64)
+    session[by_time] = np.cumsum(starts) - 1
+    order = np.lexsort((occurred_at, -scores, session))  # each session, best first
+    first = np.ones(n, dtype=np.bool_)
+    first[1:] = session[order][1:] != session[order][:-1]
+    group_start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
+    place = np.empty(n, dtype=np.int64)
+    place[order] = np.arange(n) - group_start
+    return np.power(1.0 - spread, place.astype(np.float64))
