@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from chronomem.config import PRESETS, HybridFusion, ScoringConfig, VersionConfig
+from chronomem.config import PRESETS, ScoringConfig, VersionConfig
 from chronomem.model.record import Weights
 
 F32 = npt.NDArray[np.float32]
@@ -174,7 +174,6 @@ def variant(spec: str) -> ScoringConfig:
         "replace": replace,
         "VersionConfig": VersionConfig,
         "Weights": Weights,
-        "HybridFusion": HybridFusion,
         "timedelta": timedelta,
     }
     overrides = _OVERRIDES.match(spec)

@@ -224,19 +224,20 @@ def tables(summary: dict[str, Any]) -> list[str]:
             f"{ku.get('ku_newest_mrr', float('nan')):.3f} | {ku.get('n_ku_newest_first', 0)} |"
         )
     types = [t for t in next(iter(summary.values())) if t != "all"] + ["all"]
-    lines += [
-        "",
-        "### Turn-level recall@10 by question type",
-        "",
-        "| system | " + " | ".join(types) + " |",
-        "|---|" + "---:|" * len(types),
-    ]
-    for system, s in summary.items():
-        lines.append(
-            f"| {system} | "
-            + " | ".join(f"{s[t].get('turn_recall@10', float('nan')):.3f}" for t in types)
-            + " |"
-        )
+    for k in (10, 5):
+        lines += [
+            "",
+            f"### Turn-level recall@{k} by question type",
+            "",
+            "| system | " + " | ".join(types) + " |",
+            "|---|" + "---:|" * len(types),
+        ]
+        for system, s in summary.items():
+            lines.append(
+                f"| {system} | "
+                + " | ".join(f"{s[t].get(f'turn_recall@{k}', float('nan')):.3f}" for t in types)
+                + " |"
+            )
     lines += [
         "",
         "### Turn-level recall@5 and session-level recall@5/10 (all types)",

@@ -23,7 +23,6 @@ __all__ = [
     "CausalConfig",
     "DepthWeighting",
     "Fusion",
-    "HybridFusion",
     "PRESETS",
     "LifecycleConfig",
     "Normalisation",
@@ -48,15 +47,6 @@ class RelevanceMode(StrEnum):
 
 #: The readings of a question that favour a speaker's lines (``ScoringConfig.speaker_cues``).
 SPEAKER_CUES = frozenset({"other", "named", "self"})
-
-
-class HybridFusion(StrEnum):
-    """How hybrid relevance joins the normalised cosine and BM25: ``mean`` (``dense_share ·
-    dense + (1 - dense_share) · lexical``) or ``lift`` (``dense + (1 - dense_share) · max(0,
-    lexical - dense)``: lexical matches raise relevance, their absence never lowers it)."""
-
-    MEAN = "mean"
-    LIFT = "lift"
 
 
 class RecencyMode(StrEnum):
@@ -283,9 +273,10 @@ class ScoringConfig:
         name: the preset name shown in explanations.
         relevance: dense, lexical or hybrid. Without a query vector, dense degrades to lexical.
         dense_share: in hybrid mode, ``relevance = dense_share * dense + (1 - dense_share) *
-            lexical`` after normalisation, in [0, 1] (see ``hybrid``).
-        hybrid: how hybrid relevance fuses the two: ``mean`` (the line above) or ``lift``
-            (``dense + (1 - dense_share) * max(0, lexical - dense)``).
+            lexical`` after normalisation, in [0, 1] ...
+        dense_floor: ... but never below ``dense_floor * dense``, in [0, 1]: evidence that
+            shares no word with the question keeps that much of its dense relevance instead of
+            ``dense_share`` of it. At or below ``dense_share`` it changes nothing.
         recency: elapsed (time since last access) or ordinal (code compatibility).
         recency_decay: per ``recency_unit`` (elapsed) or per position (ordinal), in (0, 1].
         recency_unit: the time unit of the decay (the paper: one hour).
@@ -330,7 +321,7 @@ class ScoringConfig:
     name: str = "custom"
     relevance: RelevanceMode = RelevanceMode.HYBRID
     dense_share: float = 0.5
-    hybrid: HybridFusion = HybridFusion.MEAN
+    dense_floor: float = 0.0
     recency: RecencyMode = RecencyMode.ELAPSED
     recency_decay: float = 0.995
     recency_unit: timedelta = timedelta(hours=1)
@@ -356,7 +347,6 @@ class ScoringConfig:
         # Accept plain strings for the enums, so configs read from JSON or flags validate here.
         for attr, enum in (
             ("relevance", RelevanceMode),
-            ("hybrid", HybridFusion),
             ("recency", RecencyMode),
             ("normalisation", Normalisation),
         ):
@@ -380,6 +370,8 @@ class ScoringConfig:
             raise ConfigError(f"time_prior must be in [0, 1); got {self.time_prior}")
         if not math.isfinite(self.bm25_half) or self.bm25_half <= 0:
             raise ConfigError(f"bm25_half must be finite and positive; got {self.bm25_half}")
+        if not (0.0 <= self.dense_floor <= 1.0):
+            raise ConfigError(f"dense_floor must be in [0, 1]; got {self.dense_floor}")
         if not (0.0 <= self.dense_share <= 1.0):
             raise ConfigError(f"dense_share must be in [0, 1]; got {self.dense_share}")
         for name in ("relevance", "recency", "importance"):
@@ -395,9 +387,11 @@ class ScoringConfig:
 
 
 # Long-horizon conversational memory: hybrid relevance carries the ranking (the best of a
-# record's and its passages' cosines, BM25, the asker's own lines for first-person questions);
-# recency and importance only break near-ties; among the best candidates, later versions of a fact
-# win. Fixed normalisation keeps scores comparable.
+# record's and its passages' cosines, BM25 that can raise relevance but costs evidence without
+# shared words at most 0.4 of its cosine, the lines of the speaker the question is about); a time
+# reference in the question prefers its window; recency and importance only break near-ties;
+# among the best candidates, later versions of a fact win, and questions that take every piece of
+# evidence reach every session. Fixed normalisation keeps scores comparable.
 _DEFAULT = ScoringConfig(
     name="default",
     relevance=RelevanceMode.HYBRID,
@@ -407,8 +401,9 @@ _DEFAULT = ScoringConfig(
     recency_unit=timedelta(days=1),
     normalisation=Normalisation.FIXED,
     weights=Weights(relevance=1.0, recency=0.05, importance=0.05),
+    dense_floor=0.6,
     bm25_half=8.0,
-    versions=VersionConfig(),
+    versions=VersionConfig(spread=0.1),
     passages=True,
     speaker_weight=0.1,
     time_prior=0.3,
@@ -457,7 +452,7 @@ PRESETS: Mapping[str, ScoringConfig] = MappingProxyType(
         "current-facts": replace(
             _DEFAULT,
             name="current-facts",
-            versions=VersionConfig(band=0.4, band_weight=0.4),
+            versions=VersionConfig(band=0.4, band_weight=0.4, spread=0.1),
         ),
         # CivilizationOS (TCMF): recency decays 0.02 per simulation tick (here: per hour), fixed
         # normalisation, causal fusion on crisis reads (additive, as its code settled on).

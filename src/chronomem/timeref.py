@@ -68,9 +68,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         ("date_md", rf"\b{_MONTH}\s+{_DAY}\b(?:,?\s*{_YEAR})?"),
         ("date_dm", rf"\b(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s*{_YEAR})?"),
-        (
+        (  # "on 7/22", not "the 7/22 trip" (a date naming an event) nor "1/2 cup"
             "date_num",
-            r"\b(?:on|before|after|since|until|by|the)\s+(?P<month>1[0-2]|0?[1-9])/(?P<day>[0-3]?\d)(?:/(?P<year>(?:19|20)?\d\d))?\b",
+            r"\b(?:on|before|after|since|until|by)\s+(?P<month>1[0-2]|0?[1-9])/(?P<day>[0-3]?\d)(?:/(?P<year>(?:19|20)?\d\d))?\b",
         ),
         (
             "month",

@@ -108,10 +108,11 @@ def test_ties_break_by_recorded_at_desc_then_id() -> None:
     assert list(ids[rank(final, recorded, ids, 2)]) == ["q", "a"]
 
 
-def test_lift_fusion_never_lowers_dense_relevance() -> None:
-    from chronomem.scoring.score import lifted
+def test_a_dense_floor_keeps_evidence_without_shared_words() -> None:
+    from chronomem.scoring.score import floored
 
     dense = np.asarray([0.6, 0.3, 0.3])
     lexical = np.asarray([0.0, 0.7, 0.1])
-    assert lifted(dense.copy(), lexical.copy(), 0.5).tolist() == pytest.approx([0.6, 0.5, 0.3])
-    assert lifted(dense.copy(), lexical.copy(), 1.0).tolist() == pytest.approx(dense.tolist())
+    assert floored(dense, lexical, 0.5, 0.8).tolist() == pytest.approx([0.48, 0.5, 0.24])
+    assert floored(dense, lexical, 0.5, 0.5).tolist() == pytest.approx([0.3, 0.5, 0.2])  # mean
+    assert floored(dense, lexical, 0.5, 1.0).tolist() == pytest.approx([0.6, 0.5, 0.3])

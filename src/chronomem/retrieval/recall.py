@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from chronomem.arrays import F32, F64, I64, Mask, Rows
 from chronomem.clock import to_micros
-from chronomem.config import HybridFusion, Normalisation, RecencyMode, RelevanceMode, ScoringConfig
+from chronomem.config import Normalisation, RecencyMode, RelevanceMode, ScoringConfig
 from chronomem.graph.boost import Boost, association, causal_boost
 from chronomem.lifecycle.rules import decay_factor, feedback_factor
 from chronomem.model.record import Breakdown, CausalPart, Hit, Kind, Record
@@ -319,7 +319,7 @@ def _compact_exact(
         or chosen is not None
         or c.float64_cosines
         or c.relevance is RelevanceMode.LEXICAL
-        or (c.relevance is RelevanceMode.HYBRID and c.hybrid is HybridFusion.LIFT)
+        or (c.relevance is RelevanceMode.HYBRID and c.dense_floor > c.dense_share)
         or (c.passages and a.pn)
         or a.emb is None
         or a.dim != vector.shape[0]

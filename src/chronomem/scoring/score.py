@@ -19,7 +19,6 @@ import numpy.typing as npt
 from chronomem.arrays import F64, I64, Mask, Rows
 from chronomem.config import (
     Fusion,
-    HybridFusion,
     Normalisation,
     RecencyMode,
     RelevanceMode,
@@ -36,7 +35,7 @@ from chronomem.scoring.components import (
     value_range,
 )
 
-__all__ = ["Candidates", "Components", "Scores", "effective_relevance", "lifted", "rank", "score"]
+__all__ = ["Candidates", "Components", "Scores", "effective_relevance", "floored", "rank", "score"]
 
 _ONE_US = timedelta(microseconds=1)
 
@@ -120,10 +119,8 @@ class Scores:
             relevance = d
         elif mode is RelevanceMode.LEXICAL:
             relevance = lx
-        elif cfg.hybrid is HybridFusion.LIFT:
-            relevance = d + (1.0 - cfg.dense_share) * max(0.0, lx - d)
         else:
-            relevance = cfg.dense_share * d + (1.0 - cfg.dense_share) * lx
+            relevance = max(cfg.dense_floor * d, cfg.dense_share * d + (1.0 - cfg.dense_share) * lx)
         spoke = 0.0 if c.speaker is None else float(c.speaker[row])
         relevance += cfg.speaker_weight * spoke
         recency = self.norm_recency.at(self.recency_raw[row])
@@ -185,9 +182,11 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
         lexical = c.lexical if c.lexical is not None else np.zeros(n, dtype=np.float64)
         lexical_used = fixed_lexical(lexical, config.bm25_half) if fixed else lexical
         norm_lexical = IDENTITY if fixed else minmax(lexical, mask)
-    if dense_used is not None and lexical_used is not None and config.hybrid is HybridFusion.LIFT:
-        add(lifted(norm_dense(dense_used), norm_lexical(lexical_used), dense_share), w.relevance,
-            IDENTITY)  # fmt: skip
+    if dense_used is not None and lexical_used is not None and config.dense_floor > dense_share:
+        relevance = floored(
+            norm_dense(dense_used), norm_lexical(lexical_used), dense_share, config.dense_floor
+        )
+        add(relevance, w.relevance, IDENTITY)
     else:
         if dense_used is not None:
             add(dense_used, w.relevance * dense_share, norm_dense)
@@ -262,15 +261,13 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
     )
 
 
-def lifted(dense: F64, lexical: F64, dense_share: float) -> F64:
-    """Hybrid relevance that lexical matches can only raise: ``dense + (1 - dense_share) ·
-    max(0, lexical - dense)`` (both normalised). Evidence sharing no word with the question keeps
-    its whole dense relevance instead of ``dense_share`` of it."""
-    gain = lexical - dense
-    np.maximum(gain, 0.0, out=gain)
-    gain *= 1.0 - dense_share
-    gain += dense
-    return gain
+def floored(dense: F64, lexical: F64, dense_share: float, dense_floor: float) -> F64:
+    """Hybrid relevance ``max(dense_floor · dense, dense_share · dense + (1 - dense_share) ·
+    lexical)`` (both normalised): a lexical match raises relevance, its absence costs at most
+    ``1 - dense_floor`` of the dense part."""
+    mean = dense * dense_share
+    mean += lexical * (1.0 - dense_share)
+    return np.maximum(mean, dense * dense_floor, out=mean)
 
 
 def _code_sum(*parts: tuple[F64, Affine, float], mask: Mask | None) -> F64:
