@@ -270,7 +270,8 @@ def main() -> int:
         f"{machine()['revision']}, {datetime.now(UTC):%Y-%m-%d}, {os.cpu_count()} cores shared "
         "by the service, the load generator and the engine (and other jobs on the machine). "
         f"Real all-MiniLM-L6-v2 on the {BACKEND} backend, one thread per model run, in the "
-        "service and in the engine measured here.",
+        "service and in the engine measured here; the service runs up to one model run per "
+        "core at once (CHRONOMEM_TORCH_THREADS=1), queries first.",
         "",
         "| store | verb | engine p50 ms | HTTP p50 ms | HTTP − engine ms |",
         "|---|---|---:|---:|---:|",
