@@ -5,8 +5,11 @@ turns (LoCoMo, then LongMemEval, with their real all-MiniLM-L6-v2 vectors) serve
 ``chronomem serve`` in its own process (the real model loaded once, one torch thread). Then:
 
 1. **Overhead**: the same questions answered one at a time, read-only (``peek``) and touching
-   (``recall``), by the engine in this process and by the service over HTTP; p50 each, and the
-   difference.
+   (``recall``), by the engine in this process and by the service over HTTP — both embedding the
+   query with the same backend (``CHRONOMEM_EMBEDDER``, the one ``auto`` picks) on one thread —
+   and again with the query vectors computed beforehand and passed on both sides
+   (``query_embedding``), which leaves only the HTTP round trip, the JSON and the service's
+   scheduling in the difference; p50 each, and the difference.
 2. **Load**: ``--clients`` concurrent asyncio clients for ``--seconds``, each sending recalls
    (80%) and remembers of new turns (20%); throughput, p50/p99 per verb, errors.
 3. **CLI**: ``chronomem remember`` through ``--server`` in a new process each time, p50 wall time,
@@ -44,12 +47,20 @@ from _machine import machine, write_results
 from _quality import CachedEmbedder
 from chronomem import Memory
 from chronomem.client import AsyncClient, Client
+from chronomem.embedders.default import default_embedder, onnx_available
 from locomo import DATA as LOCOMO
 from locomo import load
 from longmemeval import DATA as LONGMEMEVAL
 
 SPACE = "bench"
-ENV = {**os.environ, "CHRONOMEM_TORCH_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+# The backend `auto` picks, named, so the engine measured here and the service run the same one.
+BACKEND = "onnx" if onnx_available() else "torch"
+ENV = {
+    **os.environ,
+    "CHRONOMEM_TORCH_THREADS": "1",
+    "CHRONOMEM_EMBEDDER": BACKEND,
+    "HF_HUB_OFFLINE": "1",
+}
 
 
 def corpus(n: int) -> tuple[list[str], list[str]]:
@@ -119,27 +130,28 @@ def p(values: list[float], q: float) -> float:
 
 
 def overhead(location: str | Path, url: str, questions: list[str], n: int) -> dict[str, Any]:
-    """One question at a time: the engine here vs the service over HTTP, interleaved."""
-    from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
-
+    """One question at a time: the engine here vs the service over HTTP, interleaved, on the
+    same embedding backend and thread count; then with precomputed query vectors on both."""
     out: dict[str, Any] = {}
+    embedder = default_embedder(BACKEND, num_threads=1)
+    asked = questions[:n]
+    vectors = [v.tolist() for v in embedder.embed(asked)]
     with (
-        Memory.open(
-            location, embedder=SentenceTransformerEmbedder(num_threads=1), space=SPACE
-        ) as mem,
+        Memory.open(location, embedder=embedder, space=SPACE) as mem,
         Client(url, space=SPACE) as client,
     ):
         mem.peek("warm up", k=1)
-        for verb in ("peek", "recall"):
+        for verb, given in (("peek", False), ("recall", False), ("peek", True), ("recall", True)):
             engine, http = [], []
-            for question in questions[:n]:
+            for question, vector in zip(asked, vectors, strict=True):
+                extra = {"query_embedding": vector} if given else {}
                 start = time.perf_counter()
-                getattr(mem, verb)(question, k=10)
+                getattr(mem, verb)(question, k=10, **extra)
                 engine.append(time.perf_counter() - start)
                 start = time.perf_counter()
-                getattr(client, verb)(question, k=10)
+                getattr(client, verb)(question, k=10, **extra)
                 http.append(time.perf_counter() - start)
-            out[verb] = {
+            out[f"{verb} (query vector)" if given else verb] = {
                 "engine_p50_ms": p(engine, 0.5),
                 "http_p50_ms": p(http, 0.5),
                 "overhead_p50_ms": p(http, 0.5) - p(engine, 0.5),
@@ -240,7 +252,7 @@ def main() -> int:
     parser.add_argument("--cli-runs", type=int, default=10)
     parser.add_argument("--postgres", action="store_true", help="also a throwaway PostgreSQL")
     args = parser.parse_args()
-    results = []
+    results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="chronomem-serve-") as tmp:
         results.append(run_store("sqlite", Path(tmp) / "serve.db", args))
     if args.postgres:
@@ -256,8 +268,10 @@ def main() -> int:
         f"Command: `python bench/serve.py --seconds {args.seconds:g} --clients {args.clients} "
         f"--records {args.records}{' --postgres' if args.postgres else ''}` — "
         f"{machine()['revision']}, {datetime.now(UTC):%Y-%m-%d}, {os.cpu_count()} cores shared "
-        "by the service, the load generator and the engine. Real all-MiniLM-L6-v2, one torch "
-        "thread in the service.",
+        "by the service, the load generator and the engine (and other jobs on the machine). "
+        f"Real all-MiniLM-L6-v2 on the {BACKEND} backend, one thread per model run, in the "
+        "service and in the engine measured here; the service runs up to one model run per "
+        "core at once (CHRONOMEM_TORCH_THREADS=1), queries first.",
         "",
         "| store | verb | engine p50 ms | HTTP p50 ms | HTTP − engine ms |",
         "|---|---|---:|---:|---:|",
@@ -265,7 +279,7 @@ def main() -> int:
     for r in results:
         for verb, o in r["overhead"].items():
             lines.append(
-                f"| {r['store']} | {verb} (one client) | {o['engine_p50_ms']:.2f} | "
+                f"| {r['store']} | {verb}, one client | {o['engine_p50_ms']:.2f} | "
                 f"{o['http_p50_ms']:.2f} | {o['overhead_p50_ms']:+.2f} |"
             )
     lines += [

@@ -142,3 +142,27 @@ def test_an_unusable_cache_is_a_config_error_naming_it(tmp_path: Path) -> None:
     blocker.write_text("a file where the cache folder should be")
     with pytest.raises(ConfigError, match="not-a-folder"):
         OnnxEmbedder(cache_dir=blocker).embed(["hello"])
+
+
+def test_length_batches_bound_padding_and_cover_every_text() -> None:
+    from chronomem.embedders.onnx_session import length_batches
+
+    # A long record with its short passages: the record runs alone, not padding them to 256.
+    assert length_batches([256, 12, 30, 9, 128, 64, 40], 64) == [[0, 4], [5, 6], [2], [1, 3]]
+    lengths = [(i * 37) % 257 + 1 for i in range(300)]
+    runs = length_batches(lengths, 8)
+    assert sorted(i for run in runs for i in run) == list(range(300))
+    for run in runs:
+        assert 1 <= len(run) <= 8
+        widest = lengths[run[0]]
+        assert all(2 * lengths[i] >= widest and lengths[i] <= widest for i in run)
+
+
+@pytest.mark.slow
+def test_a_record_with_its_passages_gets_the_vectors_it_gets_alone(
+    onnx_fp32: OnnxEmbedder,
+) -> None:
+    texts = [TEXTS[7], *TEXTS[7].split(". ")]
+    together = onnx_fp32.embed(texts)
+    alone = np.stack([onnx_fp32.embed([t])[0] for t in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-5)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,20 +30,6 @@ class _SeededSecrets:
 
     def randbits(self, k: int) -> int:
         return self._random.getrandbits(k)
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def fresh(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], str | Path]]:
-    """A new, empty store on each call, on the parametrised backend."""
-    with ExitStack() as stack:
-        made = iter(range(100))
-        if request.param == "sqlite":
-            yield lambda: tmp_path / f"store{next(made)}.db"
-            return
-        from chronomem.stores.postgres import scratch_database
-
-        admin = request.getfixturevalue("postgres_admin")
-        yield lambda: stack.enter_context(scratch_database(admin, prefix="chronomem_http"))
 
 
 def _archive(path: Path) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ MCP server."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,10 @@ def serve_command(args: argparse.Namespace, cfg: Settings) -> int:
             preset=args.preset,
             llm=llm,
             max_body_bytes=int(args.max_body_mb * (1 << 20)),
+            # As many model runs at once as the cores hold at CHRONOMEM_TORCH_THREADS each.
+            embedder_runs=max(1, (os.cpu_count() or 1) // cfg.torch_threads)
+            if cfg.torch_threads
+            else 1,
         )
     )
 

@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from chronomem.errors import InvalidInputError
 
-__all__ = ["Embedder", "as_vector"]
+__all__ = ["Embedder", "as_vector", "is_thread_safe"]
 
 
 @runtime_checkable
@@ -21,6 +21,11 @@ class Embedder(Protocol):
 
     ``model_id`` names the model (recorded in the store: a store built with one model refuses
     another); ``dim`` is the vector length. ``embed`` returns an ``(n, dim)`` float32 array.
+
+    An embedder that may be called from several threads at once says so with a class attribute
+    ``thread_safe = True`` (see :func:`is_thread_safe`); the engine then embeds outside a
+    handle's lock, so one call's model run never holds up another call's store work. Without it
+    the engine calls it under the lock, one call at a time.
     """
 
     @property
@@ -30,6 +35,12 @@ class Embedder(Protocol):
     def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> npt.NDArray[np.float32]: ...
+
+
+def is_thread_safe(embedder: object) -> bool:
+    """Whether ``embedder`` declares ``thread_safe = True``: it may be called from several
+    threads at once (``None`` and embedders that do not say so: no)."""
+    return getattr(embedder, "thread_safe", False) is True
 
 
 def as_vector(

@@ -27,7 +27,13 @@ import numpy as np
 import numpy.typing as npt
 
 from chronomem.embedders.base import read_dim
-from chronomem.embedders.onnx_session import INPUTS, load_tokenizer, mean_pool, open_session
+from chronomem.embedders.onnx_session import (
+    INPUTS,
+    length_batches,
+    load_tokenizer,
+    mean_pool,
+    open_session,
+)
 from chronomem.embedders.sentence_transformers import DEFAULT_MODEL_ID, bundled_model_path
 from chronomem.errors import ConfigError, EmbedderError
 
@@ -197,11 +203,8 @@ class OnnxEmbedder:
             encodings = self._tokenizer.encode_batch(list(texts))
         except Exception as exc:  # a non-string among the texts
             raise EmbedderError(f"cannot tokenize the texts: {exc}") from exc
-        # Longest first, as sentence-transformers does: batches pad to similar lengths.
-        order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
+        for rows in length_batches([len(e.ids) for e in encodings], self.batch_size):
             inputs = self._inputs([encodings[i] for i in rows])
             try:
                 hidden = self._session.run(None, inputs)[0]

@@ -4,6 +4,7 @@ CPU, the tokenizer of a sentence-transformers folder, and mean pooling. No torch
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import numpy.typing as npt
 
 from chronomem.errors import ConfigError, EmbedderError
 
-__all__ = ["INPUTS", "load_tokenizer", "mean_pool", "open_session"]
+__all__ = ["INPUTS", "length_batches", "load_tokenizer", "mean_pool", "open_session"]
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 HINT = "install the onnx extra: pip install torch==2.13.0 'chronomem[onnx]'"
@@ -67,3 +68,20 @@ def mean_pool(hidden: npt.NDArray[Any], mask: npt.NDArray[Any]) -> npt.NDArray[n
     vectors = summed / np.clip(weights.sum(axis=1), 1e-9, None)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return np.ascontiguousarray(vectors / np.clip(norms, 1e-12, None), dtype=np.float32)
+
+
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """The positions of texts of these token ``lengths``, grouped into runs: longest first (as
+    sentence-transformers does), at most ``batch_size`` per run, and a new run as soon as a text
+    is under half the run's longest, so padding never more than doubles a run's tokens. A record
+    of 256 tokens embedded with its 20 one-line passages would otherwise pad them all to 256 (a
+    remember of a long turn: 1.36 s instead of 0.23 s, bench/serve.py); the vectors are the same,
+    padding is masked."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    runs: list[list[int]] = []
+    for i in order:
+        if runs and len(runs[-1]) < batch_size and 2 * lengths[i] >= lengths[runs[-1][0]]:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs

@@ -101,9 +101,10 @@ class Memory(MemoryView):
         """
         batch = write.batch_items(items, {"agent": agent, "kind": kind})
         actor, progress = optional_text(actor, "actor"), flag(progress, "progress")
+        ready = write.embed_ahead(self._h, batch, progress=progress)  # outside the lock
         with self._call() as h:
             now = h.now()
-            results = write.write(h, batch, now=now, progress=progress, actor=actor)
+            results = write.write(h, batch, now=now, progress=progress, actor=actor, ready=ready)
             reflect.auto_reflect(h, (str(i.get("agent", "default")) for i in batch), now=now)
             return results
 
@@ -440,8 +441,7 @@ class Memory(MemoryView):
     def maybe_reflect(
         self, agent: str, *, llm: LLMClient | None = None, as_of: datetime | None = None
     ) -> ReflectionResult | None:
-        """Reflect if the agent's accumulated importance reached the threshold (the paper: 150);
-        otherwise return ``None``."""
+        """Reflect if the agent's accumulated importance reached the threshold (paper: 150)."""
         with self._call() as h:  # the lock is re-entrant: the check and the reflection are one
             if not reflect.is_due(h, require_text(agent, "agent")):
                 return None

@@ -13,7 +13,7 @@ from chronomem.arrays import F32, unit_vector
 from chronomem.checks import check_text
 from chronomem.clock import to_micros
 from chronomem.config import RelevanceMode, ScoringConfig, resolve_preset
-from chronomem.embedders.base import as_vector
+from chronomem.embedders.base import as_vector, is_thread_safe
 from chronomem.engine.handle import Handle
 from chronomem.errors import InvalidInputError
 from chronomem.model.record import Hit, Kind
@@ -23,7 +23,14 @@ from chronomem.retrieval.options import ReadOptions
 from chronomem.retrieval.query import Query
 from chronomem.retrieval.recall import search
 
-__all__ = ["ACCESS_LOG", "check_queries", "config_of", "log_accesses", "recall_many"]
+__all__ = [
+    "ACCESS_LOG",
+    "check_queries",
+    "config_of",
+    "embed_ahead",
+    "log_accesses",
+    "recall_many",
+]
 
 #: The space setting that turns the access log on (``"on"``).
 ACCESS_LOG = "access_log"
@@ -67,6 +74,18 @@ def check_queries(
     return texts, vectors
 
 
+def embed_ahead(
+    h: Handle, queries: list[str], embeddings: Sequence[Any] | None, options: ReadOptions
+) -> list[F32 | None] | None:
+    """Before the handle's lock: the query vectors :func:`recall_many` would make, when the
+    embedder may be called from several threads at once (a model run then holds up no other
+    call). ``None`` (embed under the lock) with the caller's vectors, with a crisis (it may
+    replace an empty query by its text) or an embedder that is not thread-safe."""
+    if embeddings is not None or options.crisis is not None or not is_thread_safe(h.embedder):
+        return None
+    return _query_vectors(h, queries, None, config_of(h, options))
+
+
 def recall_many(
     h: Handle,
     queries: Sequence[str],
@@ -74,8 +93,10 @@ def recall_many(
     options: ReadOptions,
     *,
     now: datetime,
+    ready: list[F32 | None] | None = None,
 ) -> list[list[Hit]]:
-    """One list of hits per query (see :meth:`Memory.recall_many`)."""
+    """One list of hits per query (see :meth:`Memory.recall_many`); ``ready``: the queries'
+    vectors from :func:`embed_ahead`."""
     config = config_of(h, options)
     at = now if options.as_of is None else options.as_of
     if options.touch and at > now:
@@ -94,6 +115,7 @@ def recall_many(
         crisis = build_crisis(h.store, h.space, event, at, config.causal, h.meta.model)
         texts = [t if t.strip() else event.text for t in texts]
     agents = tuple(h.store.agents(h.space)) if options.agents is None else tuple(options.agents)
+    vectors = _query_vectors(h, texts, embeddings, config) if ready is None else ready
     built = [
         Query(
             text=text,
@@ -109,7 +131,7 @@ def recall_many(
             crisis=crisis,
             asker=options.asker,
         )
-        for text, vector in zip(texts, _query_vectors(h, texts, embeddings, config), strict=True)
+        for text, vector in zip(texts, vectors, strict=True)
     ]
     sequential = config.sequential_touch if options.sequential is None else options.sequential
     backwards = config.touch_backwards

@@ -221,8 +221,9 @@ class MemoryView:
         self, queries: Sequence[str], embeddings: Sequence[Any] | None, options: ReadOptions
     ) -> list[list[Hit]]:
         texts, vectors = read.check_queries(queries, embeddings, crisis=options.crisis is not None)
+        ready = read.embed_ahead(self._h, texts, vectors, options)  # outside the lock
         with self._call() as h:
-            return read.recall_many(h, texts, vectors, options, now=h.now())
+            return read.recall_many(h, texts, vectors, options, now=h.now(), ready=ready)
 
     def get(self, record_id: str) -> Record:
         """The record with this id, whatever its status. Raises :class:`NotFoundError`."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +14,7 @@ import numpy as np
 from chronomem.arrays import F32
 from chronomem.checks import flag, positive_int, record_items
 from chronomem.clock import to_micros
+from chronomem.embedders.base import is_thread_safe
 from chronomem.engine.handle import Handle
 from chronomem.errors import (
     ConfigError,
@@ -32,7 +33,9 @@ from chronomem.writing.drafts import REMEMBER_FIELDS, Draft, build_drafts
 from chronomem.writing.gate import find_duplicate, same_batch_duplicate
 
 __all__ = [
+    "Ahead",
     "batch_items",
+    "embed_ahead",
     "embed_passages",
     "embed_records",
     "embed_texts",
@@ -68,6 +71,38 @@ def batch_items(
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class Ahead:
+    """Vectors made before the handle's lock (:func:`embed_ahead`) for the texts ``asked``, in
+    the order :func:`embed_texts` asks for them."""
+
+    asked: list[str]
+    vectors: F32
+
+
+def embed_ahead(h: Handle, batch: list[dict[str, Any]], *, progress: bool) -> Ahead | None:
+    """Before the handle's lock: embed what :func:`write` will ask the embedder for (the texts
+    of items without a vector, and the passages), when the embedder may be called from several
+    threads at once — the model run, most of a write's time, then holds up no other call.
+    ``None`` (embed under the lock, as before) for an embedder that is not thread-safe, items
+    that are not well-formed (the write reports them) and a scorer that must run first."""
+    texts = [item.get("text") for item in batch]
+    if (
+        not batch
+        or not is_thread_safe(h.embedder)
+        or not all(isinstance(t, str) and t.strip() for t in texts)
+        or not (_reuses_vectors(h) or all(item.get("importance") is not None for item in batch))
+    ):
+        return None
+    asked = _asked(
+        h, [str(t) for t, item in zip(texts, batch, strict=True) if item.get("embedding") is None],
+        [str(t) for t in texts],
+    )  # fmt: skip
+    if h.embedder is None or not asked:
+        return None
+    return Ahead(asked=asked, vectors=np.asarray(h.embedder.embed(asked, progress=progress)))
+
+
 def write(
     h: Handle,
     batch: list[dict[str, Any]],
@@ -77,8 +112,10 @@ def write(
     actor: str | None = None,
     reason: str | None = None,
     after: Callable[[], None] | None = None,
+    ready: Ahead | None = None,
 ) -> list[WriteResult]:
-    """Validate, score, embed, then store in one transaction (``after`` runs inside it)."""
+    """Validate, score, embed (or take the vectors ``ready`` from :func:`embed_ahead`), then
+    store in one transaction (``after`` runs inside it)."""
     # Only well-formed citations are looked up; build_drafts reports the others by field.
     cited = sorted(
         {
@@ -108,7 +145,7 @@ def write(
     embedded_here = [d.embedding is None and h.embedder is not None for d in drafts]
     if not _reuses_vectors(h):
         drafts = _score_missing(h, drafts, embedded_here)
-    drafts = _embed_missing(h, drafts, progress=progress)
+    drafts = _embed_missing(h, drafts, progress=progress, ready=ready)
     drafts = _score_missing(h, drafts, embedded_here)  # nothing left to score unless reuses
     with h.store.write():
         results = _store_drafts(h, drafts, now=now, actor=actor, reason=reason)
@@ -157,7 +194,9 @@ def _score_missing(h: Handle, drafts: list[Draft], embedded_here: list[bool]) ->
     return out
 
 
-def _embed_missing(h: Handle, drafts: list[Draft], *, progress: bool) -> list[Draft]:
+def _embed_missing(
+    h: Handle, drafts: list[Draft], *, progress: bool, ready: Ahead | None = None
+) -> list[Draft]:
     """Fill in vectors with the embedder and fix the store's dimension: the records without one
     and, when passages are on, the passages of records of more than one sentence (also of
     records whose vector was given) — all in one batched call."""
@@ -168,6 +207,7 @@ def _embed_missing(h: Handle, drafts: list[Draft], *, progress: bool) -> list[Dr
             [drafts[i].record.text for i in missing],
             [d.record.text for d in drafts],
             progress=progress,
+            ready=ready,
         )
         drafts = list(drafts)
         for i, vector in zip(missing, wholes, strict=True):
@@ -189,16 +229,21 @@ def embed_texts(
     *,
     progress: bool,
     with_passages: bool | None = None,
+    ready: Ahead | None = None,
 ) -> tuple[F32, list[F32 | None]]:
     """One batched embedder call for ``texts`` and, when passages are on, the passages of each
-    of ``passages_of`` (``None`` for a text of one sentence). The embedder's output is checked:
-    one finite vector of the store's width per text."""
+    of ``passages_of`` (``None`` for a text of one sentence) — or the vectors ``ready`` made
+    for exactly these texts. The output is checked: one finite vector of the store's width per
+    text."""
     wanted = h.passages if with_passages is None else with_passages
     split = [passages(t) if wanted else [] for t in passages_of]
     asked = texts + [p for ps in split for p in ps]
     if h.embedder is None or not asked:
         return np.empty((0, h.meta.dim or 0), np.float32), [None] * len(split)
-    vectors = np.asarray(h.embedder.embed(asked, progress=progress), np.float32)
+    if ready is not None and ready.asked == asked:
+        vectors = np.asarray(ready.vectors, np.float32)
+    else:
+        vectors = np.asarray(h.embedder.embed(asked, progress=progress), np.float32)
     dim = h.meta.dim or h.embedder.dim
     if vectors.shape != (len(asked), dim) or not np.all(np.isfinite(vectors)):
         raise EmbedderError(
@@ -212,6 +257,11 @@ def embed_texts(
         parts.append(vectors[start : start + len(ps)] if ps else None)
         start += len(ps)
     return vectors[: len(texts)], parts
+
+
+def _asked(h: Handle, texts: list[str], passages_of: list[str]) -> list[str]:
+    """What :func:`embed_texts` asks the embedder for, in its order."""
+    return texts + [p for t in passages_of if h.passages for p in passages(t)]
 
 
 def _backfill(

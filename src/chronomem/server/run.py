@@ -24,6 +24,7 @@ class ServeSettings:
     llm: LLMClient | None = None
     max_body_bytes: int = 16 << 20
     log_level: str = "info"
+    embedder_runs: int = 1
 
 
 def serve(settings: ServeSettings) -> int:
@@ -38,7 +39,11 @@ def serve(settings: ServeSettings) -> int:
         raise ConfigError(
             f"chronomem serve needs the serve extra: pip install 'chronomem[serve]' ({exc})"
         ) from exc
-    embedder = None if settings.embedder is None else SharedEmbedder(settings.embedder)
+    embedder = (
+        None
+        if settings.embedder is None
+        else SharedEmbedder(settings.embedder, runs=settings.embedder_runs)
+    )
     spaces = Spaces(
         location=settings.db, embedder=embedder, preset=settings.preset, llm=settings.llm
     )

@@ -5,6 +5,8 @@ store agrees on a simulated instant."""
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import os
 import threading
 from collections.abc import Sequence
@@ -15,6 +17,7 @@ from chronomem.checks import require_text
 from chronomem.config import ReflectionConfig, ScoringConfig
 from chronomem.embedders.base import Embedder
 from chronomem.engine import Memory
+from chronomem.errors import ConfigError
 from chronomem.llm.base import LLMClient
 from chronomem.stores import open_store
 from chronomem.stores.base import MemoryStore
@@ -24,12 +27,23 @@ __all__ = ["SharedEmbedder", "Spaces"]
 
 
 class SharedEmbedder:
-    """One embedder shared by every space's handle: calls are serialised, so concurrent requests
-    do not oversubscribe the cores with parallel model runs."""
+    """One embedder shared by every space's handle, called outside the handles' locks
+    (``thread_safe``): at most ``runs`` model runs at once, so concurrent requests do not
+    oversubscribe the cores, and the waiting calls served smallest first with aging — a call of
+    ``n`` texts goes as if it had come ``n`` calls later. A recall's one query then does not wait
+    behind a long record's passages, and a large call is overtaken by at most ``n`` later ones
+    (it never starves)."""
 
-    def __init__(self, inner: Embedder) -> None:
+    thread_safe = True
+
+    def __init__(self, inner: Embedder, *, runs: int = 1) -> None:
+        if runs < 1:
+            raise ConfigError(f"runs must be >= 1; got {runs}")
         self._inner = inner
-        self._lock = threading.Lock()
+        self._free = runs
+        self._turn = threading.Condition()
+        self._waiting: list[tuple[int, int]] = []  # heap of (arrival + texts, arrival)
+        self._arrivals = itertools.count()
 
     @property
     def model_id(self) -> str:
@@ -40,8 +54,21 @@ class SharedEmbedder:
         return self._inner.dim
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> F32:
-        with self._lock:
+        arrival = next(self._arrivals)
+        ticket = (arrival + len(texts), arrival)
+        with self._turn:
+            heapq.heappush(self._waiting, ticket)
+            while not (self._free and self._waiting[0] == ticket):
+                self._turn.wait()
+            heapq.heappop(self._waiting)
+            self._free -= 1
+            self._turn.notify_all()  # the next in line may take another free run
+        try:
             return self._inner.embed(texts, progress=progress)
+        finally:
+            with self._turn:
+                self._free += 1
+                self._turn.notify_all()
 
 
 @dataclass(slots=True, kw_only=True)
