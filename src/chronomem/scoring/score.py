@@ -29,7 +29,9 @@ from chronomem.scoring.components import (
     value_range,
 )
 
-__all__ = ["Candidates", "Components", "Scores", "effective_relevance", "rank", "score"]
+__all__ = [
+    "Candidates", "Components", "Scores", "effective_relevance", "fuse", "rank", "score",
+]  # fmt: skip
 
 _ONE_US = timedelta(microseconds=1)
 
@@ -220,14 +222,7 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
     if c.factor is not None:
         final *= c.factor
     if c.boost is not None:
-        causal = config.causal
-        if causal.fusion is Fusion.ADDITIVE:
-            # The episodic part scaled to [0, 1] by the weight sum, so λ means the same under
-            # every preset; the boost can then lift a record whose episodic score is near zero.
-            final /= (w.relevance + w.recency + w.importance) or 1.0
-            final += causal.weight * c.boost
-        else:
-            final *= 1.0 + causal.weight * c.boost
+        final = fuse(final, c.boost, config)
     if mask is not None:
         final[~mask] = -np.inf
     return Scores(
@@ -245,6 +240,19 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
         final=final,
         positions=positions,
     )
+
+
+def fuse(episodic: F64, boost: F64 | float, config: ScoringConfig) -> F64:
+    """DESIGN §2 step 6: the final scores from the episodic ones (after the lifecycle factor)
+    and the causal boost, by ``config.causal``; a new array. Affine in the boost."""
+    causal, w = config.causal, config.weights
+    if causal.fusion is Fusion.ADDITIVE:
+        # The episodic part scaled to [0, 1] by the weight sum, so λ means the same under
+        # every preset; the boost can then lift a record whose episodic score is near zero.
+        final = episodic / ((w.relevance + w.recency + w.importance) or 1.0)
+        final += causal.weight * boost
+        return final
+    return episodic * (1.0 + causal.weight * boost)
 
 
 def _code_sum(*parts: tuple[F64, Affine, float], mask: Mask | None) -> F64:
