@@ -61,7 +61,8 @@ class Columns:
     def _runs(self, rows: Rows) -> list[tuple[AgentArrays, Rows, Rows]]:
         """``rows`` grouped by part: (part, positions in ``rows``, rows within the part)."""
         parts = np.searchsorted(self.offsets, rows, side="right") - 1
-        order = np.argsort(parts, kind="stable")
+        ascending = parts.shape[0] < 2 or bool(np.all(parts[1:] >= parts[:-1]))
+        order = np.arange(parts.shape[0]) if ascending else np.argsort(parts, kind="stable")
         sorted_parts = parts[order]
         starts = np.flatnonzero(np.diff(sorted_parts, prepend=-1))
         stops = np.append(starts[1:], order.shape[0])

@@ -10,7 +10,7 @@ import numpy as np
 
 from chronomem.arrays import F64, I64, Rows
 from chronomem.clock import to_micros
-from chronomem.config import CausalConfig
+from chronomem.config import CausalConfig, Fusion
 from chronomem.graph.ancestry import Reach, traverse
 from chronomem.graph.boost import Boost, causal_boost, effective, event_matrix, witness_boost
 from chronomem.graph.causal_events import causal_events
@@ -117,7 +117,8 @@ def fuse_boost(
     if events and event_matrix(events) is not None:
         top = float(effective(events).max())
         low, high = fuse(scores.final, lower, config), fuse(scores.final, top, config)
-        low, high = np.minimum(low, high), np.maximum(low, high)  # either sign of the slope
+        if config.causal.fusion is not Fusion.ADDITIVE:  # the slope has the episodic's sign
+            low, high = np.minimum(low, high), np.maximum(low, high)
         n = low.shape[0]
         floor = float(np.partition(low, n - k)[n - k]) if n > k else -np.inf
         if np.isfinite(floor):

@@ -304,13 +304,16 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             inserted=inserted,
             listed_after=listed_after,
         )
-        scores = score(candidates, q.config, as_of_us=to_micros(q.as_of))
+        if exact is not None and bound is not None:
+            window = 0 if q.config.versions is None else q.config.versions.window
+            scores = compact.best_scores(
+                candidates, q.config, to_micros(q.as_of), bound, exact, max(q.k, window)
+            )
+        else:
+            scores = score(candidates, q.config, as_of_us=to_micros(q.as_of))
         episodic, boost, floor = scores, None, -np.inf
         if q.crisis is not None:  # exact from `floor` up: the top k and every row above it
             scores, boost, floor = fuse_boost(episodic, cols, q.crisis, q.k)
-        if exact is not None and bound is not None:
-            window = 0 if q.config.versions is None else q.config.versions.window
-            scores = compact.refine(scores, bound, exact, max(q.k, window))
         scores, versions = _versions(scores, cols, ids, recorded_at, q)
         groups = _select(scores, cols, ids, recorded_at, q.k)
         if q.crisis is not None and any(scores.final[g[0]] < floor for g in groups):
