@@ -117,7 +117,8 @@ def cosines(codes: Codes, n: int, query: F32) -> tuple[F64, float]:
     dots = np.asarray(
         simsimd.cdist(q_codes, codes.codes[:n], metric="dot", threads=0), dtype=np.float64
     )[0]
-    approx = dots * codes.scale[:n] * float(q_scale[0])
+    approx = np.multiply(dots, codes.scale[:n])
+    approx *= float(q_scale[0])
     err = float(codes.err[:n].max()) if n else 0.0
     return approx, (1.0 + err) * float(q_err[0]) + err * q_norm + _SLACK
 
@@ -154,17 +155,16 @@ def refine(scores: Scores, bound: float, exact: Callable[[Rows], F64], k: int) -
     )
     coef = config.weights.relevance * share * scores.norm_dense.scale
     final = scores.final
-    n = final.shape[0]
     if c.factor is None:  # one width for every row: the k-th best score less twice it
         width = coef * bound
-        kth = np.partition(final, n - k)[n - k] if n > k else -np.inf
+        kth = _kth(final, k)
         rows = np.flatnonzero(final >= kth - 2.0 * width) if np.isfinite(kth) else None
         slope: F64 | float = coef
     else:
         slope = coef * c.factor
         widths = slope * bound
         lower = final - widths
-        kth = np.partition(lower, n - k)[n - k] if n > k else -np.inf
+        kth = _kth(lower, k)
         rows = np.flatnonzero(final + widths >= kth) if np.isfinite(kth) else None
     if rows is None:  # fewer than k candidates: every one of them
         rows = np.flatnonzero(np.isfinite(final))
@@ -181,6 +181,13 @@ def refine(scores: Scores, bound: float, exact: Callable[[Rows], F64], k: int) -
     if scores.dense_used is not None and scores.dense_used is not c.dense:
         scores.dense_used[rows] = used(values)
     return replace(scores, final=final)
+
+
+def _kth(values: F64, k: int) -> float:
+    """The k-th largest value (``-inf`` when there are at most k), selected from the negated
+    values: numpy's selection of the largest is slow when many rows tie at -inf."""
+    n = values.shape[0]
+    return float(-np.partition(-values, k - 1)[k - 1]) if n > k else -np.inf
 
 
 def best_scores(
@@ -235,9 +242,11 @@ def _bounded(
     extremes: list[int] = []
     for values, low, high in zip(columns, low_fill, high_fill, strict=False):
         masked = values if mask is None else np.where(mask, values, low)
+        top = np.maximum.reduceat(masked, starts)
         if len(highs) < 3:
-            highs.append(np.maximum.reduceat(masked, starts))
-        extremes.append(int(np.argmax(masked)))
+            highs.append(top)
+        at = int(starts[np.argmax(top)])  # the largest is in the block with the largest
+        extremes.append(at + int(np.argmax(masked[at : at + block])))
         if not fixed:
             extremes.append(
                 int(np.argmin(values if mask is None else np.where(mask, values, high)))
@@ -282,7 +291,13 @@ def _bounded(
     if fixed:  # the cosine is clipped to [0, 1]
         need = np.where(need <= 0.0, -np.inf, np.where(need > 1.0, np.inf, need))
     need[block_high < floor] = np.inf
-    reach = c.dense >= np.repeat(need - bound, np.diff(np.append(starts, n)))
+    reach = np.empty(n, dtype=np.bool_)
+    whole = (n // block) * block  # the full blocks side by side, then the last one
+    np.greater_equal(
+        c.dense[:whole].reshape(-1, block), (need - bound)[: n // block, None],
+        out=reach[:whole].reshape(-1, block),
+    )  # fmt: skip
+    reach[whole:] = c.dense[whole:] >= need[-1] - bound
     if lexical is not None:
         reach |= lexical > 0.0
     if mask is not None:

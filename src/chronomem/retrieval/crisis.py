@@ -120,7 +120,7 @@ def fuse_boost(
         if config.causal.fusion is not Fusion.ADDITIVE:  # the slope has the episodic's sign
             low, high = np.minimum(low, high), np.maximum(low, high)
         n = low.shape[0]
-        floor = float(np.partition(low, n - k)[n - k]) if n > k else -np.inf
+        floor = float(-np.partition(-low, k - 1)[k - 1]) if n > k else -np.inf  # see rank()
         if np.isfinite(floor):
             rows = np.flatnonzero(high >= floor)
         else:  # fewer than k candidates: every one of them

@@ -292,7 +292,9 @@ def rank(
     if n == 0 or k <= 0:
         return np.empty(0, dtype=np.intp)
     if n > k:
-        top = np.argpartition(final, n - k)[n - k :]
+        # Selecting from the negated scores: numpy's selection of the largest is slow when many
+        # rows tie at the low end (-inf outside the candidates), that of the smallest is not.
+        top = np.argpartition(-final, k - 1)[:k]
         kth = final[top].min()
         candidates = np.flatnonzero(final >= kth) if kth > -np.inf else np.flatnonzero(final > kth)
     else:
