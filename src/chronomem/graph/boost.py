@@ -4,8 +4,9 @@ For candidate records R and causal events A (true ancestors and scope-fallback e
 ``association[r, a]`` is 1.0 when record ``r`` witnessed event ``a`` (its ``event_id``), else
 ``min(1, cosine / full)`` when the cosine between them reaches the threshold (``full``, a little
 above the threshold, is the cosine from which a record is clearly about the event), else 0;
-``boost[r] = max_a association[r, a] × effective[a]``. One ``R @ A.T`` product per agent, no
-per-record Python.
+``boost[r] = max_a association[r, a] × effective[a]``. The witnessed events of every row are
+found in one lookup; the cosines come from an ``R @ A.T`` product over the rows that need them
+(``retrieval/crisis.py`` picks them); no per-record Python.
 """
 
 from __future__ import annotations
