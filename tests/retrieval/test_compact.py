@@ -6,6 +6,8 @@ and a snapshot round trip."""
 from __future__ import annotations
 
 import random
+import zlib
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chronomem import PRESETS, Memory, SimClock
+from chronomem.config import Normalisation
 from chronomem.retrieval import compact
+from chronomem.scoring.score import Candidates, rank, score
 
 from ..conftest import T0
 
@@ -123,3 +127,83 @@ def test_reads_return_the_float32_scans_hits(tmp_path: Path) -> None:
         assert again._h.index.loaded_from == "snapshot"
         assert loaded.codes is not None
         np.testing.assert_array_equal(loaded.codes.codes[: loaded.n], codes.codes[: loaded.n])
+
+
+def _columns(rng: np.random.Generator, n: int) -> tuple[np.ndarray, dict[str, object]]:
+    """Unit vectors in clusters and one agent's columns: recorded one every few minutes over
+    months (so recency separates blocks of rows), a few accessed later, every importance."""
+    centres = rng.normal(size=(20, DIM))
+    emb = (
+        centres[rng.integers(0, 20, n)]
+        + rng.normal(size=(n, DIM)) * rng.choice([0.05, 1.0], n)[:, None]
+    )
+    emb = (emb / np.linalg.norm(emb, axis=1, keepdims=True)).astype(np.float32)
+    recorded = np.cumsum(rng.integers(1, 600, n)).astype(np.int64) * 1_000_000
+    accessed = recorded.copy()
+    later = rng.random(n) < 0.002
+    accessed[later] += rng.integers(0, int(recorded[-1] - recorded[0]), int(later.sum()))
+    return emb, {
+        "importance": rng.integers(1, 11, n).astype(np.float64),
+        "last_accessed_at": np.minimum(accessed, recorded[-1]),
+        "recorded_at": recorded,
+        "ids": np.asarray([f"r{i:06d}" for i in range(n)]),
+    }
+
+
+@pytest.mark.parametrize("preset", ["generative-agents", "tcmf", "default", "current-facts"])
+@pytest.mark.parametrize("variant", ["plain", "masked", "factor", "lexical"])
+def test_block_bounds_score_only_what_can_reach_the_top_k(preset: str, variant: str) -> None:
+    """Scoring the rows the block bounds keep gives the top k of scoring every row exactly."""
+    rng = np.random.default_rng(zlib.crc32(f"{preset} {variant}".encode()))
+    n = 20_000
+    emb, cols = _columns(rng, n)
+    query = rng.normal(size=DIM).astype(np.float32)
+    query /= np.linalg.norm(query)
+    as_of = int(cols["recorded_at"][-1]) + 3_600_000_000  # type: ignore[index]
+    extra: dict[str, object] = {}
+    if variant == "masked":
+        extra["mask"] = rng.random(n) < 0.9
+    if variant == "factor":
+        extra["factor"] = rng.uniform(0.3, 1.0, n)
+    if variant == "lexical":
+        extra["lexical"] = np.where(rng.random(n) < 0.05, rng.uniform(0.5, 9.0, n), 0.0)
+    # the int8 path scores fusions linear in the cosine: default's floored one never takes it
+    config = replace(PRESETS[preset], dense_floor=0.0)
+    exact_dense = (emb @ query).astype(np.float64)
+    exact = lambda rows: (emb[rows] @ query).astype(np.float64)  # noqa: E731
+    want_scores = score(
+        Candidates(dense=exact_dense, **{"mask": None, "lexical": None, **cols, **extra}),  # type: ignore[arg-type]
+        config,
+        as_of_us=as_of,
+    )
+    approx, bound = compact.cosines(compact.Codes.of(emb, n), n, query)
+    c = Candidates(dense=approx, **{"mask": None, "lexical": None, **cols, **extra})  # type: ignore[arg-type]
+    if config.normalisation is not Normalisation.FIXED:
+        compact.widen_extremes(approx, bound, c.mask, exact)
+    for k in (1, 10, 40):
+        got = compact._bounded(c, config, as_of, bound, exact, k)
+        assert got is not None  # the bounds pay on these columns
+        assert np.count_nonzero(np.isfinite(got.final)) <= n // 2
+        top = rank(got.final, c.recorded_at, c.ids, k)
+        want = rank(want_scores.final, c.recorded_at, c.ids, k)
+        assert top.tolist() == want.tolist()
+        # the exact cosines of a few rows and of all rows are float32 sums in other orders
+        np.testing.assert_allclose(got.final[top], want_scores.final[want], atol=1e-6)
+        for row in top[:3].tolist():
+            mine, theirs = got.components(row), want_scores.components(row)
+            assert (mine.recency, mine.importance, mine.relevance) == pytest.approx(
+                (theirs.recency, theirs.importance, theirs.relevance), abs=1e-6
+            )
+
+
+def test_a_floored_fusion_is_never_bounded_by_blocks() -> None:
+    rng = np.random.default_rng(7)
+    n = 20_000
+    emb, cols = _columns(rng, n)
+    query = emb[0]
+    approx, bound = compact.cosines(compact.Codes.of(emb, n), n, query)
+    c = Candidates(dense=approx, **{"mask": None, "lexical": None, **cols})  # type: ignore[arg-type]
+    exact = lambda rows: (emb[rows] @ query).astype(np.float64)  # noqa: E731
+    assert PRESETS["default"].dense_floor > PRESETS["default"].dense_share
+    as_of = int(cols["recorded_at"][-1])  # type: ignore[index]
+    assert compact._bounded(c, PRESETS["default"], as_of, bound, exact, 10) is None

@@ -37,12 +37,41 @@ class Columns:
     def vectors(self, rows: Rows, dim: int) -> F32:
         """The unit vectors of ``rows`` (zeros where a record has none)."""
         out = np.zeros((rows.shape[0], dim), dtype=np.float32)
-        parts = np.searchsorted(self.offsets, rows, side="right") - 1
-        for k, (row, part) in enumerate(zip(rows.tolist(), parts.tolist(), strict=True)):
-            a = self.arrays[part]
+        for a, at, local in self._runs(rows):
             if a.emb is not None and a.dim == dim:
-                out[k] = a.emb[row - int(self.offsets[part])]
+                out[at] = a.emb[local]
         return out
+
+    def products(self, rows: Rows | None, matrix: F32) -> F32:
+        """``vectors(rows) @ matrix`` (``rows=None``: every row), without gathering the vectors
+        of whole parts: one product per part that holds some of ``rows``."""
+        dim, width = matrix.shape
+        if rows is None:
+            out = np.zeros((self.size, width), dtype=np.float32)
+            for a, start in zip(self.arrays, self.offsets[:-1].tolist(), strict=True):
+                if a.emb is not None and a.dim == dim and a.n:
+                    np.matmul(a.emb[: a.n], matrix, out=out[start : start + a.n])
+            return out
+        out = np.zeros((rows.shape[0], width), dtype=np.float32)
+        for a, at, local in self._runs(rows):
+            if a.emb is not None and a.dim == dim:
+                out[at] = a.emb[local] @ matrix
+        return out
+
+    def _runs(self, rows: Rows) -> list[tuple[AgentArrays, Rows, Rows]]:
+        """``rows`` grouped by part: (part, positions in ``rows``, rows within the part)."""
+        parts = np.searchsorted(self.offsets, rows, side="right") - 1
+        ascending = parts.shape[0] < 2 or bool(np.all(parts[1:] >= parts[:-1]))
+        order = np.arange(parts.shape[0]) if ascending else np.argsort(parts, kind="stable")
+        sorted_parts = parts[order]
+        starts = np.flatnonzero(np.diff(sorted_parts, prepend=-1))
+        stops = np.append(starts[1:], order.shape[0])
+        runs = []
+        for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
+            part = int(sorted_parts[start])
+            at = order[start:stop]
+            runs.append((self.arrays[part], at, rows[at] - int(self.offsets[part])))
+        return runs
 
 
 def visible(

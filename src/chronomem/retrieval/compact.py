@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from functools import cache
 from typing import Any
 
@@ -24,11 +25,13 @@ import numpy as np
 import numpy.typing as npt
 
 from chronomem.arrays import F32, F64, Mask, Rows
-from chronomem.config import Normalisation, RelevanceMode
-from chronomem.scoring.score import Scores
+from chronomem.config import Normalisation, RecencyMode, RelevanceMode, ScoringConfig
+from chronomem.scoring.components import elapsed_recency
+from chronomem.scoring.score import Candidates, Scores, effective_relevance, score
 
 __all__ = [
-    "DEFAULT_COMPACT_RECORDS", "Codes", "available", "cosines", "refine", "widen_extremes",
+    "DEFAULT_COMPACT_RECORDS", "Codes", "available", "best_scores", "cosines", "refine",
+    "widen_extremes",
 ]  # fmt: skip
 
 #: An agent's vectors are scanned in int8 from this many records on (below, the float32
@@ -36,6 +39,7 @@ __all__ = [
 DEFAULT_COMPACT_RECORDS = 200_000
 _SLACK = 1e-6  # float32 rounding in the exact products and the scale arithmetic
 _CHUNK = 65_536
+_ONE_US = timedelta(microseconds=1)
 
 
 @cache
@@ -113,7 +117,8 @@ def cosines(codes: Codes, n: int, query: F32) -> tuple[F64, float]:
     dots = np.asarray(
         simsimd.cdist(q_codes, codes.codes[:n], metric="dot", threads=0), dtype=np.float64
     )[0]
-    approx = dots * codes.scale[:n] * float(q_scale[0])
+    approx = np.multiply(dots, codes.scale[:n])
+    approx *= float(q_scale[0])
     err = float(codes.err[:n].max()) if n else 0.0
     return approx, (1.0 + err) * float(q_err[0]) + err * q_norm + _SLACK
 
@@ -150,17 +155,16 @@ def refine(scores: Scores, bound: float, exact: Callable[[Rows], F64], k: int) -
     )
     coef = config.weights.relevance * share * scores.norm_dense.scale
     final = scores.final
-    n = final.shape[0]
     if c.factor is None:  # one width for every row: the k-th best score less twice it
         width = coef * bound
-        kth = np.partition(final, n - k)[n - k] if n > k else -np.inf
+        kth = _kth(final, k)
         rows = np.flatnonzero(final >= kth - 2.0 * width) if np.isfinite(kth) else None
         slope: F64 | float = coef
     else:
         slope = coef * c.factor
         widths = slope * bound
         lower = final - widths
-        kth = np.partition(lower, n - k)[n - k] if n > k else -np.inf
+        kth = _kth(lower, k)
         rows = np.flatnonzero(final + widths >= kth) if np.isfinite(kth) else None
     if rows is None:  # fewer than k candidates: every one of them
         rows = np.flatnonzero(np.isfinite(final))
@@ -177,3 +181,178 @@ def refine(scores: Scores, bound: float, exact: Callable[[Rows], F64], k: int) -
     if scores.dense_used is not None and scores.dense_used is not c.dense:
         scores.dense_used[rows] = used(values)
     return replace(scores, final=final)
+
+
+def _kth(values: F64, k: int) -> float:
+    """The k-th largest value (``-inf`` when there are at most k), selected from the negated
+    values: numpy's selection of the largest is slow when many rows tie at -inf."""
+    n = values.shape[0]
+    return float(-np.partition(-values, k - 1)[k - 1]) if n > k else -np.inf
+
+
+def best_scores(
+    c: Candidates, config: ScoringConfig, as_of_us: int, bound: float,
+    exact: Callable[[Rows], F64], k: int,
+) -> Scores:  # fmt: skip
+    """The scores of a read over the int8 copy's cosines ``c.dense`` (each within ``bound`` of
+    the exact one; with min-max normalisation, exact at the candidates' extremes: see
+    :func:`widen_extremes`), exact for every row that can be among the top ``k``.
+
+    Scores only the rows that can reach the top ``k`` when blocks of rows bound the rest (see
+    :func:`_bounded`); otherwise scores every row and refines (:func:`refine`)."""
+    bounded = _bounded(c, config, as_of_us, bound, exact, k)
+    if bounded is not None:
+        return bounded
+    return refine(score(c, config, as_of_us=as_of_us), bound, exact, k)
+
+
+def _bounded(
+    c: Candidates, config: ScoringConfig, as_of_us: int, bound: float,
+    exact: Callable[[Rows], F64], k: int,
+) -> Scores | None:  # fmt: skip
+    """Block-max pruning: ``None`` when it does not apply or would not pay.
+
+    Every term of the episodic score is non-negative and non-decreasing in its raw column
+    (weights are non-negative; recency falls with age), so a block of consecutive rows (rows
+    arrive in recording order, so a block's access times are close) bounds its rows' final
+    scores by its latest access time, largest importance and factor, with each row's own cosine
+    bound; rows matching a query term are all kept. The rows of the best blocks are scored
+    exactly: their ``k``-th best score is a floor that no row whose bound stays below it can
+    reach. The rows left are scored and refined (:func:`refine`), with the normalisation of
+    every candidate: the rows carrying each component's extremes are scored with them."""
+    mode = effective_relevance(config.relevance, has_query_vector=True)
+    share = {RelevanceMode.DENSE: 1.0, RelevanceMode.LEXICAL: 0.0}.get(mode, config.dense_share)
+    n = c.importance.shape[0]
+    block = int(np.clip(n // 256, 64, 1024))
+    if config.recency is RecencyMode.ORDINAL or c.boost is not None or share == 0.0:
+        return None
+    if mode is RelevanceMode.HYBRID and config.dense_floor > share:
+        return None  # a floored fusion is not linear in the cosine (recall.py never comes here)
+    if n < 8 * block or n < 16 * k:
+        return None
+    assert c.dense is not None
+    fixed = config.normalisation is Normalisation.FIXED
+    mask = c.mask
+    lexical = c.lexical if share < 1.0 else None
+    columns: list[npt.NDArray[Any]] = [c.dense, c.last_accessed_at, c.importance]
+    if lexical is not None:
+        columns.append(lexical)
+    low_fill = [-np.inf, np.iinfo(np.int64).min, -np.inf, -np.inf]
+    high_fill = [np.inf, np.iinfo(np.int64).max, np.inf, np.inf]
+    starts = np.arange(0, n, block)
+    highs: list[npt.NDArray[Any]] = []
+    extremes: list[int] = []
+    for values, low, high in zip(columns, low_fill, high_fill, strict=False):
+        masked = values if mask is None else np.where(mask, values, low)
+        top = np.maximum.reduceat(masked, starts)
+        if len(highs) < 3:
+            highs.append(top)
+        at = int(starts[np.argmax(top)])  # the largest is in the block with the largest
+        extremes.append(at + int(np.argmax(masked[at : at + block])))
+        if not fixed:
+            extremes.append(
+                int(np.argmin(values if mask is None else np.where(mask, values, high)))
+            )
+    factor = 1.0
+    if c.factor is not None:
+        factor = float(
+            np.max(c.factor, where=mask, initial=0.0) if mask is not None else c.factor.max()
+        )
+    ends = np.unique(np.asarray(extremes, dtype=np.intp))
+    norms = _subset(c, config, as_of_us, ends, exact)  # the candidates' normalisation maps
+    w = config.weights
+    dense_coef = w.relevance * share * norms.norm_dense.scale
+    if not dense_coef > 0.0 or not factor > 0.0:
+        return None
+    rest = w.relevance * share * norms.norm_dense.shift + w.recency * norms.norm_recency(
+        elapsed_recency(highs[1], as_of_us, config.recency_decay, config.recency_unit // _ONE_US)
+    )
+    rest += w.importance * norms.norm_importance(highs[2])
+    if lexical is not None:  # rows matching no query term; the matching ones are all kept
+        rest += w.relevance * (1.0 - share) * norms.norm_lexical.shift
+    if c.speaker is not None and config.speaker_weight:
+        rest += w.relevance * config.speaker_weight
+    d_high = highs[0] + bound
+    block_high = factor * (dense_coef * (np.clip(d_high, 0.0, 1.0) if fixed else d_high) + rest)
+    block_high[~np.isfinite(highs[0])] = -np.inf  # blocks without a candidate
+    # The rows of the best blocks, some 32 k of them, score exactly: their k-th best is a
+    # floor for the k-th best of all.
+    best = np.argsort(-block_high, kind="stable")[: max(2, -(-32 * k // block))]
+    probe = np.concatenate([np.arange(s, min(n, s + block)) for s in starts[best].tolist()])
+    if mask is not None:
+        probe = probe[mask[probe]]
+    probe = np.union1d(probe, ends)
+    first = _subset(c, config, as_of_us, probe, exact)
+    if first.final.shape[0] < k:
+        return None
+    floor = float(np.partition(first.final, first.final.shape[0] - k)[-k])
+    floor -= 1e-9 * (1.0 + abs(floor))  # the bound's arithmetic is not the score's
+    # Per block, the cosine a row needs to reach the floor (the dense term is the only one
+    # left to the row).
+    need = (floor / factor - rest) / dense_coef
+    if fixed:  # the cosine is clipped to [0, 1]
+        need = np.where(need <= 0.0, -np.inf, np.where(need > 1.0, np.inf, need))
+    need[block_high < floor] = np.inf
+    reach = np.empty(n, dtype=np.bool_)
+    whole = (n // block) * block  # the full blocks side by side, then the last one
+    np.greater_equal(
+        c.dense[:whole].reshape(-1, block), (need - bound)[: n // block, None],
+        out=reach[:whole].reshape(-1, block),
+    )  # fmt: skip
+    reach[whole:] = c.dense[whole:] >= need[-1] - bound
+    if lexical is not None:
+        reach |= lexical > 0.0
+    if mask is not None:
+        reach &= mask
+    rows = np.union1d(np.flatnonzero(reach), probe)
+    if rows.shape[0] > n // 2:
+        return None
+    # The top k lies among these rows: score them, then refine the ones that can be in it.
+    part = refine(_subset(c, config, as_of_us, rows), bound, lambda at: exact(rows[at]), k)
+    assert part.candidates.dense is not None
+    c.dense[rows] = part.candidates.dense
+    return _scatter(c, part, rows)
+
+
+def _subset(
+    c: Candidates,
+    config: ScoringConfig,
+    as_of_us: int,
+    rows: Rows,
+    exact: Callable[[Rows], F64] | None = None,
+) -> Scores:
+    """The scores of ``rows`` (candidates all) alone, with their exact cosines when ``exact``
+    is given (also written to ``c.dense``)."""
+
+    def take(values: npt.NDArray[Any] | None) -> Any:
+        return None if values is None else values[rows]
+
+    assert c.dense is not None
+    if exact is not None:
+        c.dense[rows] = exact(rows)
+    part = replace(
+        c, mask=None, importance=c.importance[rows], last_accessed_at=c.last_accessed_at[rows],
+        recorded_at=c.recorded_at[rows], ids=c.ids[rows], dense=c.dense[rows],
+        lexical=take(c.lexical), factor=take(c.factor), speaker=take(c.speaker), inserted=None,
+        listed_after=None,
+    )  # fmt: skip
+    return score(part, config, as_of_us=as_of_us)
+
+
+def _scatter(c: Candidates, part: Scores, rows: Rows) -> Scores:
+    """``part`` (the scores of ``rows``) as the scores of every row: the others are not
+    candidates (``-inf``)."""
+    n = c.importance.shape[0]
+
+    def spread(values: F64) -> F64:
+        out = np.zeros(n, dtype=np.float64)
+        out[rows] = values
+        return out
+
+    final = np.full(n, -np.inf)
+    final[rows] = part.final
+    return replace(
+        part, candidates=c, recency_raw=spread(part.recency_raw), final=final,
+        dense_used=None if part.dense_used is None else spread(part.dense_used),
+        lexical_used=None if part.lexical_used is None else spread(part.lexical_used),
+    )  # fmt: skip

@@ -3,17 +3,24 @@ causal events a crisis read fuses (DESIGN §4)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
+import numpy as np
+
+from chronomem.arrays import F64, I64, Rows
 from chronomem.clock import to_micros
-from chronomem.config import CausalConfig
+from chronomem.config import CausalConfig, Fusion
 from chronomem.graph.ancestry import Reach, traverse
+from chronomem.graph.boost import Boost, causal_boost, effective, event_matrix, witness_boost
 from chronomem.graph.causal_events import causal_events
 from chronomem.model.event import Event, Link
+from chronomem.retrieval.columns import Columns
 from chronomem.retrieval.query import Crisis
+from chronomem.scoring.score import Scores, fuse
 from chronomem.stores.base import MemoryStore
 
-__all__ = ["build_crisis", "graph_at"]
+__all__ = ["boost_rows", "build_crisis", "fuse_boost", "graph_at"]
 
 
 def graph_at(
@@ -74,3 +81,50 @@ def build_crisis(
         threshold=causal.association_threshold(model_id),
         full=causal.full_association(model_id),
     )
+
+
+def boost_rows(
+    cols: Columns, crisis: Crisis, rows: Rows | None = None, witness: tuple[F64, I64] | None = None
+) -> Boost:
+    """The causal boost of every row of ``cols``, computed from the cosines of ``rows`` (every
+    row when ``None``) with the crisis's events; the other rows get their witness boost."""
+    events = list(crisis.events)
+    matrix = event_matrix(events) if events else None
+    cosines = None if matrix is None else cols.products(rows, matrix)
+    return causal_boost(
+        cosines, cols.derived("event_keys"), events,
+        threshold=crisis.threshold, full=crisis.full, rows=rows, witness=witness,
+    )  # fmt: skip
+
+
+def fuse_boost(
+    scores: Scores, cols: Columns, crisis: Crisis, k: int
+) -> tuple[Scores, Boost, float]:
+    """The crisis read's final scores (DESIGN §2 step 6) from the episodic ones, exact for the
+    top ``k`` and for every row scoring at least the returned floor.
+
+    The record × event cosines — the read's largest product, one column per causal event — are
+    computed only for rows that can reach the top ``k``: a row's boost lies between its witness
+    boost and the strongest event's effective strength, so its final score lies between the
+    two fusions; rows whose best case stays below the ``k``-th best worst case keep the witness
+    boost (their final score is below the floor, and so is their exact one)."""
+    c, config = scores.candidates, scores.config
+    events = list(crisis.events)
+    witness = witness_boost(cols.derived("event_keys"), events)
+    lower = witness[0]
+    rows: Rows | None = None
+    floor = -np.inf
+    if events and event_matrix(events) is not None:
+        top = float(effective(events).max())
+        low, high = fuse(scores.final, lower, config), fuse(scores.final, top, config)
+        if config.causal.fusion is not Fusion.ADDITIVE:  # the slope has the episodic's sign
+            low, high = np.minimum(low, high), np.maximum(low, high)
+        n = low.shape[0]
+        floor = float(-np.partition(-low, k - 1)[k - 1]) if n > k else -np.inf  # see rank()
+        if np.isfinite(floor):
+            rows = np.flatnonzero(high >= floor)
+        else:  # fewer than k candidates: every one of them
+            floor, rows = -np.inf, np.flatnonzero(scores.final > -np.inf)
+    boost = boost_rows(cols, crisis, rows, witness)
+    final = fuse(scores.final, boost.value, config)
+    return replace(scores, final=final, candidates=replace(c, boost=boost.value)), boost, floor

@@ -14,14 +14,15 @@ from datetime import datetime, timedelta
 import numpy as np
 import numpy.typing as npt
 
-from chronomem.arrays import F32, F64, I64, Mask, Rows
+from chronomem.arrays import F64, I64, Mask, Rows
 from chronomem.clock import to_micros
 from chronomem.config import Normalisation, RecencyMode, RelevanceMode, ScoringConfig
-from chronomem.graph.boost import Boost, association, causal_boost
+from chronomem.graph.boost import Boost, association
 from chronomem.lifecycle.rules import decay_factor, feedback_factor
 from chronomem.model.record import Breakdown, CausalPart, Hit, Kind, Record
 from chronomem.retrieval import compact
 from chronomem.retrieval.columns import Columns, columns, visible
+from chronomem.retrieval.crisis import fuse_boost
 from chronomem.retrieval.cues import SpeakerCue, TimeCue, speaker_cue, time_cue
 from chronomem.retrieval.index import KIND_CODES
 from chronomem.retrieval.query import Crisis, Query
@@ -130,15 +131,6 @@ def _select(
         others = same[same != row]
         groups.append(np.concatenate(([row], others[np.argsort(ids[others])])))
     return groups
-
-
-def _boost(cols: Columns, crisis: Crisis, cosines: list[F32 | None] | None = None) -> Boost:
-    if cosines is None:
-        cosines = similarities(cols, None, crisis)[1]
-    return causal_boost(
-        cosines, [a.event_keys() for a in cols.arrays], list(crisis.events),
-        threshold=crisis.threshold, full=crisis.full,
-    )  # fmt: skip
 
 
 def _causal_part(cols: Columns, boost: Boost, crisis: Crisis, row: int, q: Query) -> CausalPart:
@@ -348,22 +340,18 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
         if exact is not None:  # a large one-agent read: scan the int8 copy (compact.py)
             a = cols.arrays[0]
             dense, bound = compact.cosines(a.compact(), a.n, q.vector)  # type: ignore[arg-type]
-            event_cosines: list[F32 | None] = [None]
             if q.config.normalisation is not Normalisation.FIXED:
                 compact.widen_extremes(dense, bound, mask, exact)
-        else:
-            dense, event_cosines = similarities(
-                cols,
-                q.vector,
-                q.crisis,
-                chosen,
-                passages=q.config.passages,
+        elif q.vector is not None:
+            dense = similarities(
+                cols, q.vector, chosen, passages=q.config.passages,
                 float64=q.config.float64_cosines,
-            )
+            )  # fmt: skip
+        else:
+            dense = None
         speaker = speaker_cue(cols, q)
         when = time_cue(cols, q, mask)
         life = _lifecycle(cols, q, when)
-        boost = None if q.crisis is None else _boost(cols, q.crisis, event_cosines)
         recorded_at: I64 = cols.cat("recorded_at")
         ids: npt.NDArray[np.str_] = cols.cat("ids")
         inserted, listed_after = _listing(cols, q.config)
@@ -376,17 +364,26 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             dense=dense,
             lexical=lexical_scores,
             factor=life.factor,
-            boost=None if boost is None else boost.value,
             speaker=None if speaker is None else speaker.match,
             inserted=inserted,
             listed_after=listed_after,
         )
-        scores = score(candidates, q.config, as_of_us=to_micros(q.as_of))
         if exact is not None and bound is not None:
             window = 0 if q.config.versions is None else q.config.versions.window
-            scores = compact.refine(scores, bound, exact, max(q.k, window))
+            scores = compact.best_scores(
+                candidates, q.config, to_micros(q.as_of), bound, exact, max(q.k, window)
+            )
+        else:
+            scores = score(candidates, q.config, as_of_us=to_micros(q.as_of))
+        episodic, boost, floor = scores, None, -np.inf
+        if q.crisis is not None:  # exact from `floor` up: the top k and every row above it
+            scores, boost, floor = fuse_boost(episodic, cols, q.crisis, q.k)
         scores, versions = _versions(scores, cols, ids, recorded_at, q, when)
         groups = _select(scores, cols, ids, recorded_at, q.k)
+        if q.crisis is not None and any(scores.final[g[0]] < floor for g in groups):
+            # merged duplicates took the hits past the exact rows: fuse every row's boost
+            scores, boost, _ = fuse_boost(episodic, cols, q.crisis, cols.size)
+            groups = _select(scores, cols, ids, recorded_at, q.k)
         wanted = [str(ids[row]) for group in groups for row in group]
         records = {r.id: r for r in store.get_records(space, wanted)}
     hits = []

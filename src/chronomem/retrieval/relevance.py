@@ -1,6 +1,6 @@
-"""The relevance inputs of a read (DESIGN §2 step 2): query cosines (with passages and a crisis's
-event cosines from one pass over each agent's vectors), BM25 matches, and the rows a store's
-vector index pre-selects. What the question's wording favours is in ``cues.py``."""
+"""The relevance inputs of a read (DESIGN §2 step 2): query cosines (with passages), BM25
+matches, and the rows a store's vector index pre-selects. What the question's wording favours is
+in ``cues.py``."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import numpy as np
 
 from chronomem.arrays import F32, F64, Mask
 from chronomem.config import Normalisation, RelevanceMode
-from chronomem.graph.boost import event_matrix
 from chronomem.retrieval.columns import Columns
-from chronomem.retrieval.query import Crisis, Query
+from chronomem.retrieval.query import Query
 from chronomem.stores.base import MemoryStore
 
 __all__ = ["lexical", "preselect", "similarities"]
@@ -79,32 +78,29 @@ def preselect(
 
 def similarities(
     cols: Columns,
-    vector: F32 | None,
-    crisis: Crisis | None,
+    vector: F32,
     chosen: Mask | None = None,
     *,
     passages: bool = False,
     float64: bool = False,
-) -> tuple[F64 | None, list[F32 | None]]:
-    """The query cosines (``None`` without a query vector) and, for a crisis read, each part's
-    record × causal-event cosines — from one pass over each agent's vectors: ``E @ [q | M]``.
-    With ``passages``, a record's query cosine is the best of its own and its passages'.
-    ``float64`` computes the query cosines in float64 from the stored float32 vectors (the
-    compatibility preset's exactness; a float32 product over 1536 dimensions is off by ~1e-7).
+) -> F64:
+    """The query cosines, one product per agent. With ``passages``, a record's cosine is the
+    best of its own and its passages'. ``float64`` computes them in float64 from the stored
+    float32 vectors (the compatibility preset's exactness; a float32 product over 1536
+    dimensions is off by ~1e-7).
 
-    With ``chosen`` (pre-selected rows, never with a crisis, nor with passages over records that
-    have them: see :func:`preselect`), only those rows' cosines are computed; the others are 0."""
-    dense: F64 | None
-    if float64 and vector is not None and crisis is None and chosen is None:
+    With ``chosen`` (pre-selected rows, never with passages over records that have them: see
+    :func:`preselect`), only those rows' cosines are computed; the others are 0. A crisis
+    read's record × event cosines are the causal boost's (``retrieval/crisis.py``)."""
+    if float64 and chosen is None:
         dense = _float64_cosines(cols, vector)
-        event_parts: list[F32 | None] = [None] * len(cols.arrays)
     else:
-        dense, event_parts = _record_similarities(cols, vector, crisis, chosen)
-    if passages and dense is not None and vector is not None:
+        dense = _record_similarities(cols, vector, chosen)
+    if passages:
         for a, offset in zip(cols.arrays, cols.offsets[:-1].tolist(), strict=True):
             if a.dim == vector.shape[0]:
                 a.raise_to_passages(dense[offset : offset + a.n], vector)
-    return dense, event_parts
+    return dense
 
 
 def _float64_cosines(cols: Columns, vector: F32) -> F64:
@@ -124,39 +120,18 @@ def _float64_cosines(cols: Columns, vector: F32) -> F64:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-def _record_similarities(
-    cols: Columns, vector: F32 | None, crisis: Crisis | None, chosen: Mask | None
-) -> tuple[F64 | None, list[F32 | None]]:
-    events = event_matrix(list(crisis.events)) if crisis is not None and crisis.events else None
-    dense_parts: list[F64] = []
-    event_parts: list[F32 | None] = []
+def _record_similarities(cols: Columns, vector: F32, chosen: Mask | None) -> F64:
+    dense = np.zeros(cols.size, dtype=np.float64)
     for a, offset in zip(cols.arrays, cols.offsets[:-1].tolist(), strict=True):
-        emb = None if a.emb is None else a.emb[: a.n]
-        q = vector if emb is not None and vector is not None and a.dim == vector.shape[0] else None
-        m = events if emb is not None and events is not None and a.dim == events.shape[0] else None
-        if emb is not None and q is not None and m is None and chosen is not None:
-            dense = np.zeros(a.n, dtype=np.float64)
+        if a.emb is None or a.dim != vector.shape[0] or a.n == 0:
+            continue
+        emb = a.emb[: a.n]
+        if chosen is not None:
             local = np.flatnonzero(chosen[offset : offset + a.n])
-            dense[local] = emb[local] @ q
-            dense_parts.append(dense)
-            event_parts.append(None)
-            continue
-        if emb is not None and q is not None and m is None:  # the common case: a GEMV
-            dense_parts.append((emb @ q).astype(np.float64))
-            event_parts.append(None)
-            continue
-        blocks = [x for x in (None if q is None else q[:, None], m) if x is not None]
-        both = emb @ np.hstack(blocks) if emb is not None and blocks else None
-        if both is not None and q is not None:
-            dense_parts.append(both[:, 0].astype(np.float64))
-            both = both[:, 1:]
-        else:
-            dense_parts.append(np.zeros(a.n, dtype=np.float64))
-        event_parts.append(None if both is None or m is None else np.ascontiguousarray(both))
-    if vector is None:
-        return None, event_parts
-    dense = dense_parts[0] if len(dense_parts) == 1 else np.concatenate(dense_parts)
-    return dense, event_parts
+            dense[offset + local] = emb[local] @ vector
+        else:  # the common case: a GEMV
+            dense[offset : offset + a.n] = emb @ vector
+    return dense
 
 
 def lexical(store: MemoryStore, space: str, cols: Columns, text: str) -> F64:

@@ -35,7 +35,10 @@ from chronomem.scoring.components import (
     value_range,
 )
 
-__all__ = ["Candidates", "Components", "Scores", "effective_relevance", "floored", "rank", "score"]
+__all__ = [
+    "Candidates", "Components", "Scores", "effective_relevance", "floored", "fuse", "rank",
+    "score",
+]  # fmt: skip
 
 _ONE_US = timedelta(microseconds=1)
 
@@ -234,14 +237,7 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
     if c.factor is not None:
         final *= c.factor
     if c.boost is not None:
-        causal = config.causal
-        if causal.fusion is Fusion.ADDITIVE:
-            # The episodic part scaled to [0, 1] by the weight sum, so λ means the same under
-            # every preset; the boost can then lift a record whose episodic score is near zero.
-            final /= (w.relevance + w.recency + w.importance) or 1.0
-            final += causal.weight * c.boost
-        else:
-            final *= 1.0 + causal.weight * c.boost
+        final = fuse(final, c.boost, config)
     if mask is not None:
         final[~mask] = -np.inf
     return Scores(
@@ -268,6 +264,19 @@ def floored(dense: F64, lexical: F64, dense_share: float, dense_floor: float) ->
     mean = dense * dense_share
     mean += lexical * (1.0 - dense_share)
     return np.maximum(mean, dense * dense_floor, out=mean)
+
+
+def fuse(episodic: F64, boost: F64 | float, config: ScoringConfig) -> F64:
+    """DESIGN §2 step 6: the final scores from the episodic ones (after the lifecycle factor)
+    and the causal boost, by ``config.causal``; a new array. Affine in the boost."""
+    causal, w = config.causal, config.weights
+    if causal.fusion is Fusion.ADDITIVE:
+        # The episodic part scaled to [0, 1] by the weight sum, so λ means the same under
+        # every preset; the boost can then lift a record whose episodic score is near zero.
+        final = episodic / ((w.relevance + w.recency + w.importance) or 1.0)
+        final += causal.weight * boost
+        return final
+    return episodic * (1.0 + causal.weight * boost)
 
 
 def _code_sum(*parts: tuple[F64, Affine, float], mask: Mask | None) -> F64:
@@ -307,7 +316,9 @@ def rank(
     if n == 0 or k <= 0:
         return np.empty(0, dtype=np.intp)
     if n > k:
-        top = np.argpartition(final, n - k)[n - k :]
+        # Selecting from the negated scores: numpy's selection of the largest is slow when many
+        # rows tie at the low end (-inf outside the candidates), that of the smallest is not.
+        top = np.argpartition(-final, k - 1)[:k]
         kth = final[top].min()
         candidates = np.flatnonzero(final >= kth) if kth > -np.inf else np.flatnonzero(final > kth)
     else:
