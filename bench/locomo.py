@@ -286,7 +286,7 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", help="conversation ids (default: all ten)")
     parser.add_argument(
         "--variant", action="append", default=[], metavar="NAME=SPEC",
-        help="also run a ScoringConfig variant (see _quality.variant); results are not written",
+        help="also run a ScoringConfig variant (see _quality.variant), reported as 'variant NAME'",
     )  # fmt: skip
     args = parser.parse_args()
     for item in args.variant:
@@ -317,9 +317,10 @@ def main() -> int:
     for title, summary in summaries.items():
         lines += table(summary, title)
     print("\n".join(lines))
-    if args.only or args.variant:
+    if args.only:
         return 0
     info = machine()
+    command = " ".join(["python bench/locomo.py", *(f'--variant "{v}"' for v in args.variant)])
     notes = {
         "evidence ids dropped (name no turn)": sum(c.dropped_evidence for c in conversations),
         "questions without usable evidence (skipped)": sum(
@@ -327,7 +328,7 @@ def main() -> int:
         ),
     }
     header = [
-        f"Command: `python bench/locomo.py` — revision {info['revision']}, {info['date']}, "
+        f"Command: `{command}` — revision {info['revision']}, {info['date']}, "
         f"{info['cpu_count']} cores. Embeddings: all-MiniLM-L6-v2 (the same vectors for every "
         f"system). Notes: {notes}.",
         "",
@@ -335,7 +336,7 @@ def main() -> int:
     write_results(
         "locomo",
         {
-            "command": "python bench/locomo.py",
+            "command": command,
             "machine": info,
             "notes": notes,
             "summaries": summaries,

@@ -260,7 +260,7 @@ def main() -> int:
     parser.add_argument("--types", nargs="*", help="only these question types")
     parser.add_argument(
         "--variant", action="append", default=[], metavar="NAME=SPEC",
-        help="also run a ScoringConfig variant (see _quality.variant); results are not written",
+        help="also run a ScoringConfig variant (see _quality.variant), reported as 'variant NAME'",
     )  # fmt: skip
     args = parser.parse_args()
     for item in args.variant:
@@ -278,18 +278,19 @@ def main() -> int:
     lines = ["# LongMemEval (oracle) retrieval", "", *tables(summary)]
     print("\n".join(lines))
     print(f"({time.perf_counter() - started:.0f}s)")
-    if args.types or args.variant:
+    if args.types:
         return 0
     info = machine()
+    command = " ".join(["python bench/longmemeval.py", *(f'--variant "{v}"' for v in args.variant)])
     header = [
-        f"Command: `python bench/longmemeval.py` — revision {info['revision']}, {info['date']}, "
+        f"Command: `{command}` — revision {info['revision']}, {info['date']}, "
         f"{info['cpu_count']} cores. Embeddings: all-MiniLM-L6-v2 (the same vectors for "
         f"every system). Questions asked at the end of their day.",
         "",
     ]
     write_results(
         "longmemeval",
-        {"command": "python bench/longmemeval.py", "machine": info, "summary": summary},
+        {"command": command, "machine": info, "summary": summary},
         lines[:2] + header + lines[2:],
     )
     return 0
