@@ -140,5 +140,10 @@ def test_questions_that_take_every_piece_of_evidence() -> None:
         ("What was the total cost?", "total"),
     ):
         assert asks_for_every_piece(question) == words
-    for question in ("What is my cat's name?", "Can you remind me of our previous chat?"):
+    for question in (
+        "What is my cat's name?",
+        "Can you remind me of our previous chat?",
+        "How much does flour cost?",  # a present amount, one piece
+    ):
         assert asks_for_every_piece(question) is None
+    assert asks_for_every_piece("How much did I save on the heels?") == "how much did"

@@ -201,12 +201,12 @@ def asks_what_someone_said(query: str, name: str) -> str | None:
     return None if match is None else match.group(0)
 
 
-# Questions whose answer takes several pieces of evidence: a count or sum ("how many", "in
-# total"), an order ("first", "before", "after"), a change or comparison ("switch", "compared",
-# "previously", "still"). On LongMemEval's oracle questions this reads 87% of those whose evidence
-# spans two or more sessions and 14% of the single-session ones.
+# Questions whose answer takes several pieces of evidence: a count or sum ("how many", "how much
+# did", "in total"), an order ("first", "before", "after"), a change or comparison ("switch",
+# "compared", "previously", "still"); not a present amount ("how much does flour cost?").
 _EVERY_PIECE = re.compile(
-    r"\bhow (?:many|much)\b|\btotal\b|\baltogether\b|\bcombined\b|\bfirst\b|\bearliest\b"
+    r"\bhow many\b|\bhow much (?:did|have|has|had|was|were|more|less|money|time)\b"
+    r"|\btotal\b|\baltogether\b|\bcombined\b|\bfirst\b|\bearliest\b"
     r"|\border\b|\bbefore\b|\bafter\b|\bcompar(?:e|ed|ing)\b|\bswitch|\bchang(?:e|ed|es)\b"
     r"|\bpreviously\b|\bprevious (?!conversation|chat|discussion|talk|session|exchange|game)"
     r"|\binitial(?:ly)?\b|\boriginal(?:ly)?\b|\bused to\b|\bdifference\b|\bbetween\b"

@@ -189,7 +189,7 @@ def test_recall_asker_favours_the_askers_own_lines(
     assert code == 0
     first = out.split("\n")[1]
     assert "user: my bike is the blue one" in first
-    assert "the asker's own line (user)" in out
+    assert "user's line: the question speaks in the first person" in out
 
 
 def test_embed_passages_needs_an_embedder(

@@ -26,35 +26,49 @@ SCORE = re.compile(r"^   = score\s+(-?\d+\.\d{4})  \[")
 def test_the_printed_parts_add_up_to_the_printed_score(preset: str | ScoringConfig) -> None:
     clock = SimClock(T0)
     seen: set[str] = set()
+    factors: set[str] = set()
     with Memory.open(":memory:", embedder=None, clock=clock) as mem:
         populate(mem, clock)
         crisis = populate_graph(mem, clock)
-        for extra in ({}, {"crisis": crisis}, {"include_history": True}):
-            hits = mem.peek(
-                "when does the cafe open", query_embedding=QUERY, explain=True, preset=preset,
-                k=20, **extra,  # type: ignore[arg-type]
-            )  # fmt: skip
-            for rank, hit in enumerate(hits, start=1):
-                lines = format_hit(rank, hit).split("\n")[2:]
-                parts = [PART.match(line) for line in lines[:-1]]
-                assert all(parts), lines
-                score = SCORE.match(lines[-1])
-                assert score, lines[-1]
-                values = [float(m.group(3)) for m in parts if m]
-                printed = float(score.group(1))
-                assert printed == pytest.approx(hit.score, abs=5e-5)
-                # each part rounded to 4 places: the sum is off by at most half a unit each
-                assert sum(values) == pytest.approx(printed, abs=5e-5 * (len(values) + 1))
-                ops = [m.group(1) for m in parts if m]
-                assert ops == [" "] + ["+"] * (len(ops) - 1)
-                for m in parts:
-                    assert m is not None
-                    text = m.group(2)
-                    seen.add(text.split(" (")[0].split(" bonus")[0])
-                    if "bonus" in text:  # added, never shown as a multiplier
-                        assert "×" not in text
-                        assert " x " not in text
+        questions = (
+            "when does the cafe open",
+            "how many cafe notes did I read about two days ago?",  # time window, every piece
+        )
+        for question in questions:
+            for extra in ({}, {"crisis": crisis}, {"include_history": True}):
+                hits = mem.peek(
+                    question, query_embedding=QUERY, explain=True, preset=preset,
+                    k=20, **extra,  # type: ignore[arg-type]
+                )  # fmt: skip
+                for rank, hit in enumerate(hits, start=1):
+                    assert hit.breakdown is not None
+                    factors |= set(hit.breakdown.factors)
+                    lines = [
+                        line
+                        for line in format_hit(rank, hit).split("\n")[2:]
+                        if not line.startswith("   (")  # the question's cues, before the parts
+                    ]
+                    parts = [PART.match(line) for line in lines[:-1]]
+                    assert all(parts), lines
+                    score = SCORE.match(lines[-1])
+                    assert score, lines[-1]
+                    values = [float(m.group(3)) for m in parts if m]
+                    printed = float(score.group(1))
+                    assert printed == pytest.approx(hit.score, abs=5e-5)
+                    # each part rounded to 4 places: the sum is off by at most half a unit each
+                    assert sum(values) == pytest.approx(printed, abs=5e-5 * (len(values) + 1))
+                    ops = [m.group(1) for m in parts if m]
+                    assert ops == [" "] + ["+"] * (len(ops) - 1)
+                    for m in parts:
+                        assert m is not None
+                        text = m.group(2)
+                        seen.add(text.split(" (")[0].split(" bonus")[0])
+                        if "bonus" in text:  # added, never shown as a multiplier
+                            assert "×" not in text
+                            assert " x " not in text
     assert {"relevance", "recency", "importance"} <= {s.split(" ")[0] for s in seen}
+    if preset in ("default", "current-facts"):  # the question's own factors were printed too
+        assert {"time_window", "same_session"} <= factors
 
 
 def test_a_bonus_is_added_not_multiplied() -> None:

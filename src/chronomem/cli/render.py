@@ -92,7 +92,7 @@ def _relevance_note(b: Breakdown) -> str:
     if b.relevance_lexical is not None:
         note += f", bm25 {b.relevance_lexical:.3f}"
     if b.speaker is not None:
-        note += f", the asker's own line ({b.speaker})"
+        note += f", {b.speaker}'s line: the question {b.cues.get('speaker', 'favours it')}"
     return note
 
 
@@ -104,9 +104,10 @@ def explanation(b: Breakdown) -> list[str]:
     w, f = b.weights, b.factors
     scale = "".join(
         f" × {name.replace('_', ' ')} {f[name]:.3f}"
-        for name in ("decay", "feedback", "older_version")
+        for name in ("decay", "feedback", "time_window", "older_version", "same_session")
         if name in f
     )
+    session = f" (scaled by same session {f['same_session']:.3f})" if "same_session" in f else ""
     additive = b.causal is not None and b.causal.fusion == "additive"
     if additive:
         scale += f" ÷ {w.relevance + w.recency + w.importance:g} (the weights' sum)"
@@ -131,12 +132,13 @@ def explanation(b: Breakdown) -> list[str]:
             )
             text = f"causal boost ({c.fusion}): {how}"
         else:
-            text = f"{name} bonus"
+            text = f"{name} bonus{session}"
         rows.append((f"   {op}{text}", part))
     width = max(len(t) for t, _ in rows)
     lines = [f"{t:<{width}}  = {part:8.4f}" for t, part in rows]
     lines.append(f"{'   = score':<{width}}    {b.final:8.4f}  [{b.preset}, {b.normalisation}]")
-    return lines
+    cues = [f"   ({b.cues[name]})" for name in ("time", "every_piece") if name in b.cues]
+    return [*cues, *lines]
 
 
 def unique_prefixes(ids: Iterable[str], minimum: int = 8) -> dict[str, str]:

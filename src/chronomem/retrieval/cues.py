@@ -83,7 +83,7 @@ def speaker_cue(cols: Columns, q: Query) -> SpeakerCue | None:
         if len(chosen) != 1:  # "what did A tell B": no single speaker
             chosen = []
         if not chosen and asker is not None and "self" in cues and refers_to_self(q.text):
-            chosen, reason = [asker], "first person: the asker's own lines"
+            chosen, reason = [asker], "speaks in the first person (the asker's own lines)"
     if not chosen:
         return None
     parts = []
