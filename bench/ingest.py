@@ -4,15 +4,20 @@ same run (target ratio >= 0.85), with and without passage vectors (with them, th
 timed on the records' texts plus their passages: the same work), and with precomputed vectors
 (storage alone).
 
-Texts: LoCoMo dialogue turns. One thread for both. Writes ``bench/results/ingest.{json,md}``
-(``ingest_<backend>`` for another backend than torch).
+Texts: LoCoMo dialogue turns, or with ``--data longmemeval`` LongMemEval's chat sessions (the
+oracle file's turns in order, most of several sentences: issue 18's "long chat sessions"). One
+thread for both. With another backend than torch, the raw torch model on the same whole texts
+is timed in the same run too (issue 18's reference: end to end with passages >= 0.8x it). Writes
+``bench/results/ingest.{json,md}`` (``ingest_<backend>``, ``_longmemeval`` for that data).
 
     python bench/ingest.py [--records 2000] [--batch 500] [--backend torch|onnx|onnx-int8]
+        [--data locomo|longmemeval]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -27,6 +32,7 @@ from chronomem import Memory
 from chronomem.embedders import default_embedder
 from chronomem.text import passages
 from locomo import DATA, load
+from longmemeval import DATA as LONGMEMEVAL
 
 
 def main() -> int:
@@ -34,11 +40,24 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--backend", default="torch", choices=("torch", "onnx", "onnx-int8"))
+    parser.add_argument("--data", default="locomo", choices=("locomo", "longmemeval"))
     args = parser.parse_args()
-    texts = [t.text for c in load(DATA) for t in c.turns][: args.records]
+    if args.data == "locomo":
+        texts = [t.text for c in load(DATA) for t in c.turns][: args.records]
+    else:
+        sessions = [s for q in json.loads(LONGMEMEVAL.read_text()) for s in q["haystack_sessions"]]
+        turns = dict.fromkeys(f"{t['role']}: {t['content']}" for s in sessions for t in s)
+        texts = list(turns)[: args.records]  # sessions in file order, every turn
     split = [p for t in texts for p in passages(t)]
     embedder = default_embedder(args.backend, num_threads=1)  # batches of 64
     embedder.embed(texts[:64])  # load the model and warm up outside the timings
+    torch_s = None
+    if args.backend != "torch":  # the reference: the raw torch model on the whole texts
+        reference = default_embedder("torch", num_threads=1)
+        reference.embed(texts[:64])
+        t0 = time.perf_counter()
+        reference.embed(texts)
+        torch_s = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     vectors = embedder.embed(texts)
@@ -76,6 +95,9 @@ def main() -> int:
         "remember_many_precomputed_records_per_s": n / vectors_s,
         "mean_chars": float(np.mean([len(t) for t in texts])),
     }
+    if torch_s is not None:
+        row["raw_torch_whole_texts_records_per_s"] = n / torch_s
+        row["with_passages_to_raw_torch"] = torch_s / passages_s
     for key, value in row.items():
         print(f"{key:46s} {value:,.2f}" if isinstance(value, float) else f"{key:46s} {value:,}")
     info = machine()
@@ -85,14 +107,31 @@ def main() -> int:
     if args.backend != "torch":
         command += f" --backend {args.backend}"
         name += "_" + args.backend.replace("-", "_")
+    if args.data != "locomo":
+        command += f" --data {args.data}"
+        name += f"_{args.data}"
+    reference = ""
+    if torch_s is not None:
+        reference = (
+            f"| raw torch model on the same whole texts (the reference) | "
+            f"{row['raw_torch_whole_texts_records_per_s']:.1f} |\n"
+        )
+        slowdown_note = (
+            f" End to end with passages on {args.backend}: "
+            f"{row['with_passages_to_raw_torch']:.2f}× the raw torch model on whole texts."
+        )
+    else:
+        slowdown_note = ""
+    title = "LoCoMo turns" if args.data == "locomo" else "LongMemEval chat turns"
     write_results(
         name,
         {"command": command, "backend": args.backend, "machine": info, "result": row},
-        f"# Ingest throughput (LoCoMo turns, all-MiniLM-L6-v2 on {args.backend}, one thread)\n\n"
+        f"# Ingest throughput ({title}, all-MiniLM-L6-v2 on {args.backend}, one thread)\n\n"
         f"Command: `{command}` — revision {info['revision']}, {info['date']}, "
         f"{info['cpu_count']} cores. {n} records of {row['mean_chars']:.0f} characters on "
         f"average; the records of several sentences add {len(split)} passages.\n\n"
         "| path | records per second |\n|---|---:|\n"
+        f"{reference}"
         f"| raw model (`embed`, batch 64) on the records' texts | "
         f"{row['raw_model_sentences_per_s']:.1f} |\n"
         f"| `remember_many(..., passages=False)` (SQLite, synchronous=FULL) | "
@@ -105,7 +144,7 @@ def main() -> int:
         f"{row['remember_many_precomputed_records_per_s']:.0f} |\n\n"
         f"Ratio of `remember_many` to the raw model on the same texts: {row['ratio']:.2f} without "
         f"passages, {row['ratio_with_passages']:.2f} with them (target >= 0.85). Passages cost "
-        f"model time: with them a record takes {slowdown:.2f}× as long to write.\n",
+        f"model time: with them a record takes {slowdown:.2f}× as long to write.{slowdown_note}\n",
     )
     return 0
 
