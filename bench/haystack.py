@@ -22,7 +22,7 @@ every turn of an evidence session within the turns that reach k sessions (here: 
 session ranking); its evidence sessions are those with a ``has_answer`` user turn.
 
     python bench/haystack.py [--per-type N] [--questions N] [--preset NAME]
-        [--variant NAME=SPEC] [--spread-days D] [--no-baselines] [--out NAME]
+        [--variant NAME=SPEC] [--spread-days D] [--jobs N] [--no-baselines] [--out NAME]
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -205,7 +206,22 @@ def run_question(
             }
         )
     mem.close()
+    for path in db.parent.glob(f"{db.name}*"):  # ~14 MB a question, in memory under /dev/shm
+        path.unlink()
     return rows
+
+
+_WORKER: dict[str, CachedEmbedder] = {}
+
+
+def _start_worker() -> None:
+    _WORKER["embedder"] = CachedEmbedder()
+
+
+def _run_task(
+    task: tuple[dict[str, Any], list[Session], dict[str, str | ScoringConfig | None], Path],
+) -> list[dict[str, Any]]:
+    return run_question(*task[:3], _WORKER["embedder"], task[3])
 
 
 METRICS = [f"{level} {m}@{k}" for level in ("turn", "session") for k in KS
@@ -274,6 +290,9 @@ def main() -> int:
         "default; 'current-facts:...' for another preset) or a Python expression such as "
         "'replace(default, versions=None)'",
     )
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="questions run in this many processes at once"
+    )
     parser.add_argument("--no-baselines", action="store_true", help="chronomem systems only")
     parser.add_argument(
         "--out", help="results name in bench/results (default: haystack for a full run)"
@@ -304,12 +323,19 @@ def main() -> int:
     embedded = time.perf_counter() - started
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="chronomem-haystack-", dir=SCRATCH) as tmp:
-        for number, (q, stack) in enumerate(zip(questions, stacks, strict=True)):
-            rows += run_question(q, stack, systems, embedder, Path(tmp) / f"{number}.db")
-            if number % 12 == 11:
-                print(
-                    f"  {number + 1} questions ({time.perf_counter() - started:.0f}s)", flush=True
-                )
+        tasks = [
+            (q, stack, systems, Path(tmp) / f"{number}.db")
+            for number, (q, stack) in enumerate(zip(questions, stacks, strict=True))
+        ]
+        if args.jobs > 1:
+            with ProcessPoolExecutor(args.jobs, initializer=_start_worker) as pool_of_workers:
+                done = pool_of_workers.map(_run_task, tasks)
+                rows = [row for question_rows in done for row in question_rows]
+        else:
+            for number, (q, stack, chosen, db) in enumerate(tasks):
+                rows += run_question(q, stack, chosen, embedder, db)
+                if number % 12 == 11:
+                    print(f"  {number + 1} questions ({time.perf_counter() - started:.0f}s)")
     elapsed = time.perf_counter() - started
     summary = summarise(rows, list(systems))
     shape = {
