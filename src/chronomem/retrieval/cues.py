@@ -75,7 +75,9 @@ def speaker_cue(cols: Columns, q: Query) -> SpeakerCue | None:
         chosen = [n for n in names if n != asker]
         reason = f'asks what was said to the asker ("{said}")'
     else:
-        for name in names if "named" in cues else ():
+        text = q.text.casefold()
+        named = [n for n in names if n in text] if "named" in cues else []  # few, if any
+        for name in named:
             words = asks_what_someone_said(q.text, name)
             if words is not None and name != asker:
                 chosen.append(name)
