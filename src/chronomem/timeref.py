@@ -15,7 +15,6 @@ own time zone. Pure: text and an instant in, a window out.
 
 from __future__ import annotations
 
-import calendar
 import re
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
@@ -45,9 +44,21 @@ _NUMBERS = {
 # Vague quantities: (low, high) counts of the unit.
 _VAGUE = {"a couple of": (2, 3), "couple of": (2, 3), "a few": (2, 4), "few": (2, 4),
           "several": (3, 7)}  # fmt: skip
-# Full names only: "Jan", "Mar" and "Sep" are names and words too often.
-_MONTHS = {name.casefold(): i for i, name in enumerate(calendar.month_name) if name}
-_WEEKDAYS = {name.casefold(): i for i, name in enumerate(calendar.day_name)}
+# English, whatever the process's locale (``calendar.month_name`` follows it). Full names only:
+# "Jan", "Mar" and "Sep" are names and words too often.
+_MONTHS = {
+    name: i + 1
+    for i, name in enumerate(
+        ("january", "february", "march", "april", "may", "june", "july", "august",
+         "september", "october", "november", "december")
+    )
+}  # fmt: skip
+_WEEKDAYS = {
+    name: i
+    for i, name in enumerate(
+        ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+    )
+}
 _UNITS = {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(weeks=1),
           "month": timedelta(days=30), "year": timedelta(days=365)}  # fmt: skip
 
