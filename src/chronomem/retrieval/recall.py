@@ -172,9 +172,7 @@ def _versions(
     and, per adjusted row, the factors for explanations."""
     config = q.config.versions
     dims = {a.dim for a in cols.arrays if a.emb is not None and a.dim is not None}
-    if config is None or q.vector is None or len(dims) != 1 or q.crisis is not None:
-        # A crisis read asks why something happened, not for the current state of anything:
-        # the band would hand the newest of the chain's memories a lead over its root.
+    if config is None or not _versions_apply(q) or len(dims) != 1:
         return scores, {}
     rows = rank(scores.final, recorded_at, ids, config.window)
     if rows.size < 2:
@@ -196,6 +194,13 @@ def _versions(
         }
         factors[row] = {name: value for name, value in parts.items() if value is not None}
     return _spread(replace(scores, final=final), cols, ids, recorded_at, q, factors)
+
+
+def _versions_apply(q: Query) -> bool:
+    """Version-aware ranking needs the query's vector; a crisis read has none of it (it asks why
+    something happened, not for the current state of anything: the band would hand the newest
+    of the chain's memories a lead over its root)."""
+    return q.vector is not None and q.crisis is None
 
 
 def _spread(
@@ -272,7 +277,8 @@ def _cues(speaker: SpeakerCue | None, when: TimeCue | None, q: Query) -> dict[st
     if when is not None:
         out["time"] = when.reason()
     every = asks_for_every_piece(q.text)
-    if every is not None and q.config.versions is not None and q.config.versions.spread:
+    versions = q.config.versions
+    if every is not None and versions is not None and versions.spread and _versions_apply(q):
         out["every_piece"] = f'asks for every piece ("{every}"): each session\'s best first'
     return out
 
