@@ -1,19 +1,23 @@
-"""Retrying a call to a remote endpoint: which HTTP answers are worth another attempt and how long
-to wait before it. Shared by the OpenAI-compatible LLM client and embedder.
+"""Retrying a call to a remote endpoint: which HTTP answers are worth another attempt, how long
+to wait before it, and one JSON POST that says which of its failures are. Shared by the
+OpenAI-compatible LLM client and embedder.
 
-Pure control flow: the attempt is a callable the backend supplies (it does the I/O and translates
-its own errors), and waiting is the ``sleep`` it passes in.
+The policy is pure control flow: the attempt is a callable the backend supplies, and waiting is
+the ``sleep`` it passes in. :func:`post_once` is the attempt both backends make, raising each
+backend's own error types (:class:`Failures`).
 """
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from chronomem.errors import ChronomemError, ConfigError
 
-__all__ = ["RETRY_STATUSES", "Retry", "RetryPolicy"]
+__all__ = ["RETRY_STATUSES", "Failures", "Retry", "RetryPolicy", "post_once"]
 
 T = TypeVar("T")
 
@@ -67,3 +71,52 @@ class RetryPolicy:
                 last = exc
         assert last is not None
         raise last.error from None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Failures:
+    """A backend's error types for :func:`post_once`: ``error`` for a connection that failed,
+    ``http(message, status=, body=)`` for an error status, ``timeout`` for no answer in time.
+    ``retry_unreachable``: a refused or dropped connection is worth another attempt (a local
+    server may be restarting)."""
+
+    error: type[ChronomemError]
+    http: Callable[..., ChronomemError]
+    timeout: type[ChronomemError]
+    retry_unreachable: bool
+
+
+def post_once(
+    url: str, data: bytes, *, api_key: str | None, timeout: float, failures: Failures
+) -> bytes:
+    """POST ``data`` (JSON) to ``url`` once and return the answer's body. Raises :class:`Retry`
+    for what is worth another attempt (429/5xx with its ``Retry-After``, timeouts, and — with
+    ``failures.retry_unreachable`` — refused or dropped connections), and the backend's own
+    errors for the rest."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+
+    def unreachable(error: ChronomemError) -> Exception:
+        return Retry(error) if failures.retry_unreachable else error
+
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            raw: bytes = response.read()
+            return raw
+    except urllib.error.HTTPError as exc:
+        body = exc.read().decode("utf-8", "replace")[:500]
+        error = failures.http(f"{url} answered HTTP {exc.code}: {body[:200]}", status=exc.code,
+                              body=body)  # fmt: skip
+        if exc.code in RETRY_STATUSES:
+            raise Retry(error, exc.headers.get("Retry-After")) from None
+        raise error from None
+    except TimeoutError:
+        raise Retry(failures.timeout(f"{url} did not answer within {timeout}s")) from None
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, TimeoutError):
+            raise Retry(failures.timeout(f"{url} did not answer within {timeout}s")) from None
+        raise unreachable(failures.error(f"cannot reach {url}: {exc.reason}")) from None
+    except OSError as exc:  # the connection dropped mid-answer
+        raise unreachable(failures.error(f"the connection to {url} failed: {exc}")) from None

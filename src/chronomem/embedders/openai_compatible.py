@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,9 +24,15 @@ from chronomem.errors import (
     EmbedderResponseError,
     EmbedderTimeoutError,
 )
-from chronomem.retry import RETRY_STATUSES, Retry, RetryPolicy
+from chronomem.retry import Failures, RetryPolicy, post_once
 
 __all__ = ["OpenAICompatibleEmbedder"]
+
+# A refused or dropped connection is retried: a local embedding server may be restarting.
+_FAILURES = Failures(
+    error=EmbedderError, http=EmbedderHTTPError, timeout=EmbedderTimeoutError,
+    retry_unreachable=True,
+)  # fmt: skip
 
 
 class OpenAICompatibleEmbedder:
@@ -122,39 +126,13 @@ class OpenAICompatibleEmbedder:
         data = json.dumps({"model": self.model, "input": batch, "encoding_format": "float"}).encode(
             "utf-8"
         )
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        raw = self._policy.run(lambda: self._attempt(data, headers), self._sleep)
+        raw = self._policy.run(
+            lambda: post_once(
+                self.url, data, api_key=self._api_key, timeout=self.timeout, failures=_FAILURES
+            ),
+            self._sleep,
+        )
         return self._vectors(raw, len(batch))
-
-    def _attempt(self, data: bytes, headers: dict[str, str]) -> bytes:
-        """One request; raises :class:`~chronomem.retry.Retry` for what is worth another (a
-        refused or dropped connection too: a local server may be restarting)."""
-        request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw: bytes = response.read()
-                return raw
-        except urllib.error.HTTPError as exc:
-            body = exc.read().decode("utf-8", "replace")[:500]
-            error = EmbedderHTTPError(
-                f"{self.url} answered HTTP {exc.code}: {body[:200]}", status=exc.code, body=body
-            )
-            if exc.code in RETRY_STATUSES:
-                raise Retry(error, exc.headers.get("Retry-After")) from None
-            raise error from None
-        except TimeoutError:
-            raise Retry(self._timeout_error()) from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, TimeoutError):
-                raise Retry(self._timeout_error()) from None
-            raise Retry(EmbedderError(f"cannot reach {self.url}: {exc.reason}")) from None
-        except OSError as exc:  # the connection dropped mid-answer
-            raise Retry(EmbedderError(f"the connection to {self.url} failed: {exc}")) from None
-
-    def _timeout_error(self) -> EmbedderTimeoutError:
-        return EmbedderTimeoutError(f"{self.url} did not answer within {self.timeout}s")
 
     def _vectors(self, raw: bytes, count: int) -> npt.NDArray[np.float32]:
         try:

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from chronomem.errors import ConfigError, LLMError, LLMHTTPError, LLMResponseError, LLMTimeoutError
 from chronomem.llm.base import Message
-from chronomem.retry import RETRY_STATUSES, Retry, RetryPolicy
+from chronomem.retry import Failures, RetryPolicy, post_once
 
 __all__ = ["OpenAICompatibleLLM"]
+
+# An unreachable endpoint fails at once (a misconfigured URL should not wait out the retries).
+_FAILURES = Failures(
+    error=LLMError, http=LLMHTTPError, timeout=LLMTimeoutError, retry_unreachable=False
+)
 
 
 class OpenAICompatibleLLM:
@@ -114,39 +117,16 @@ class OpenAICompatibleLLM:
             LLMResponseError: a body that is not a chat completion, or no text in it.
         """
         data = self._payload(messages, schema, temperature, max_tokens)
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
         policy = RetryPolicy(
             max_retries=self.max_retries, backoff=self.backoff, max_wait=self.max_wait
         )
-        raw = policy.run(lambda: self._attempt(data, headers), self._sleep)
+        raw = policy.run(
+            lambda: post_once(
+                self.url, data, api_key=self._api_key, timeout=self.timeout, failures=_FAILURES
+            ),
+            self._sleep,
+        )
         return self._content(raw)
-
-    def _attempt(self, data: bytes, headers: dict[str, str]) -> bytes:
-        """One request; raises :class:`~chronomem.retry.Retry` for what is worth another."""
-        request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw: bytes = response.read()
-                return raw
-        except urllib.error.HTTPError as exc:
-            body = exc.read().decode("utf-8", "replace")[:500]
-            error = LLMHTTPError(
-                f"{self.url} answered HTTP {exc.code}: {body[:200]}", status=exc.code, body=body
-            )
-            if exc.code in RETRY_STATUSES:
-                raise Retry(error, exc.headers.get("Retry-After")) from None
-            raise error from None
-        except TimeoutError:
-            timeout = LLMTimeoutError(f"{self.url} did not answer within {self.timeout}s")
-            raise Retry(timeout) from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, TimeoutError):
-                raise Retry(
-                    LLMTimeoutError(f"{self.url} did not answer within {self.timeout}s")
-                ) from None
-            raise LLMError(f"cannot reach {self.url}: {exc.reason}") from None
 
     def _content(self, raw: bytes) -> str:
         try:
