@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from chronomem.cli.render import format_link, print_json, print_record_line, short_time
 from chronomem.cli.settings import Settings, open_memory
+from chronomem.model.event import Event
 
 __all__: list[str] = []
 
@@ -19,6 +22,19 @@ def _footer(shown: int, args: argparse.Namespace, what: str) -> None:
     elif shown == args.limit:
         first, last = args.offset + 1, args.offset + shown
         print(f"({what} {first}-{last}; more: --offset {last})", file=sys.stderr)
+
+
+def _show(
+    found: Sequence[Any], args: argparse.Namespace, what: str, line: Callable[[Any], None]
+) -> int:
+    """One page: as JSON with ``--json``, else a line per item and the footer."""
+    if args.json:
+        print_json([item.to_dict() for item in found])
+        return 0
+    for item in found:
+        line(item)
+    _footer(len(found), args, what)
+    return 0
 
 
 def list_command(args: argparse.Namespace, cfg: Settings) -> int:
@@ -35,13 +51,7 @@ def list_command(args: argparse.Namespace, cfg: Settings) -> int:
             offset=args.offset,
             status=args.state,
         )
-    if args.json:
-        print_json([r.to_dict() for r in found])
-        return 0
-    for r in found:
-        print_record_line(r, agent=True)
-    _footer(len(found), args, "records")
-    return 0
+    return _show(found, args, "records", lambda r: print_record_line(r, agent=True))
 
 
 def events_command(args: argparse.Namespace, cfg: Settings) -> int:
@@ -55,14 +65,7 @@ def events_command(args: argparse.Namespace, cfg: Settings) -> int:
             limit=args.limit,
             offset=args.offset,
         )
-    if args.json:
-        print_json([e.to_dict() for e in found])
-        return 0
-    for e in found:
-        scope = f"  ({e.scope})" if e.scope else ""
-        print(f"{e.id}  {short_time(e.occurred_at)}  [{e.kind.value}] {e.text}{scope}")
-    _footer(len(found), args, "events")
-    return 0
+    return _show(found, args, "events", _print_event)
 
 
 def links_command(args: argparse.Namespace, cfg: Settings) -> int:
@@ -78,10 +81,9 @@ def links_command(args: argparse.Namespace, cfg: Settings) -> int:
         found.sort(key=lambda link: (link.created_at, link.cause, link.effect))
         found = found[args.offset : args.offset + args.limit]
         texts = {e: mem.get_event(e).text for link in found for e in (link.cause, link.effect)}
-    if args.json:
-        print_json([link.to_dict() for link in found])
-        return 0
-    for link in found:
-        print(format_link(link, texts))
-    _footer(len(found), args, "links")
-    return 0
+    return _show(found, args, "links", lambda link: print(format_link(link, texts)))
+
+
+def _print_event(e: Event) -> None:
+    scope = f"  ({e.scope})" if e.scope else ""
+    print(f"{e.id}  {short_time(e.occurred_at)}  [{e.kind.value}] {e.text}{scope}")
