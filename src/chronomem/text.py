@@ -161,7 +161,7 @@ def refers_to_self(query: str) -> bool:
 # What the other party said, suggested or listed: "you recommended", "did you mention", "your
 # list", "remind me", "our previous conversation". Past forms after "you" only: "can you suggest"
 # asks for something new. On LongMemEval's oracle questions this reads 55 of the 56 questions
-# about the assistant's own words, and none of the 374 others.
+# about the assistant's own words, and none of the 444 others.
 _SAID = (
     r"said|told|mentioned|recommended|suggested|listed|provided|gave|given|shared|described|"
     r"explained|wrote|written|offered|proposed|named|showed|shown|created|included|advised|"

@@ -4,7 +4,6 @@ asker's own) and when (a time reference's window), on every store, with explanat
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -107,15 +106,15 @@ def test_a_time_window_is_never_a_filter(location: str | Path, clock: SimClock) 
 
 def test_occurred_at_survives_a_reopen(tmp_path: Path, clock: SimClock) -> None:
     path = tmp_path / "m.db"
-    with Memory.open(path, embedder=None, clock=clock) as mem:
+    with Memory.open(path, embedder=None, clock=clock, index_snapshot=0) as mem:
         mem.remember("user: cooked pasta", embedding=V, occurred_at=clock.now())
         clock.advance(days=10)
         late = mem.remember("user: cooked rice", embedding=V).id
     clock.advance(days=1)
-    for _ in range(2):  # rebuilt from the store, then from the index snapshot
-        with Memory.open(path, embedder=None, clock=clock) as mem:
+    for source in ("store", "snapshot"):  # rebuilt from the store, then from the index snapshot
+        with Memory.open(path, embedder=None, clock=clock, index_snapshot=0) as mem:
             hits = mem.peek("What did I cook a week ago?", query_embedding=V)
+            assert mem._h.index.loaded_from == source
             assert hits[-1].record.id == late
             hits = mem.peek("What did I cook yesterday?", query_embedding=V)
             assert hits[0].record.id == late
-    assert timedelta(days=1) > timedelta(0)
