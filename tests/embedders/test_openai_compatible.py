@@ -3,13 +3,9 @@ vectors (a word-count model: one axis per known word) and can be scripted to fai
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +21,8 @@ from chronomem.errors import (
     EmbedderTimeoutError,
 )
 
+from ..scripted_http import Answer, Script, scripted_server
+
 WORDS = ("leg", "sun", "revenue", "doctor")
 
 
@@ -34,56 +32,21 @@ def word_vector(text: str) -> list[float]:
     return [float(tokens.count(w)) * 2.0 for w in WORDS] + [1.0]
 
 
-class Script:
-    """Answers to play before the real ones: ``(status, headers, body)``, or ``("sleep", s)``."""
-
-    def __init__(self) -> None:
-        self.answers: list[Any] = []
-        self.requests: list[dict[str, Any]] = []
-        self.auth: list[str | None] = []
+def embeddings(body: dict[str, Any]) -> Answer:
+    """The endpoint's own answer, shuffled: clients must order by "index"."""
+    rows = [
+        {"object": "embedding", "index": i, "embedding": word_vector(t)}
+        for i, t in enumerate(body["input"])
+    ]
+    random.Random(len(rows)).shuffle(rows)
+    text = json.dumps({"object": "list", "data": rows, "model": body["model"]})
+    return 200, {"Content-Type": "application/json"}, text
 
 
 @pytest.fixture
 def server() -> Iterator[tuple[str, Script]]:
-    script = Script()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            script.requests.append(body)
-            script.auth.append(self.headers.get("Authorization"))
-            if script.answers:
-                answer = script.answers.pop(0)
-                if answer[0] == "sleep":
-                    time.sleep(answer[1])
-                    return
-                status, headers, text = answer
-            else:  # the real answer, shuffled: clients must order by "index"
-                rows = [
-                    {"object": "embedding", "index": i, "embedding": word_vector(t)}
-                    for i, t in enumerate(body["input"])
-                ]
-                random.Random(len(rows)).shuffle(rows)
-                status, headers = 200, {"Content-Type": "application/json"}
-                text = json.dumps({"object": "list", "data": rows, "model": body["model"]})
-            data = text.encode()
-            self.send_response(status)
-            for key, value in headers.items():
-                self.send_header(key, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", script
-    httpd.shutdown()
-    httpd.server_close()
+    with scripted_server(embeddings) as served:
+        yield served
 
 
 def error(status: int, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
@@ -101,7 +64,7 @@ def test_batches_keep_order_and_vectors_are_unit(server: tuple[str, Script]) -> 
     vectors = embedder(url, waits, batch_size=2, api_key="sk-test").embed(texts)
     assert [len(r["input"]) for r in script.requests] == [2, 2, 1]
     assert {r["model"] for r in script.requests} == {"word-count"}
-    assert set(script.auth) == {"Bearer sk-test"}
+    assert {h.get("Authorization") for h in script.headers} == {"Bearer sk-test"}
     expected = np.asarray([word_vector(t) for t in texts])
     expected /= np.linalg.norm(expected, axis=1, keepdims=True)
     np.testing.assert_allclose(vectors, expected, rtol=1e-6)

@@ -3,13 +3,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +16,8 @@ from chronomem.config import ReflectionConfig
 from chronomem.errors import LLMHTTPError, LLMTimeoutError, ReflectionError
 from chronomem.llm import OpenAICompatibleLLM
 
+from ..scripted_http import Script, scripted_server
+
 
 def completion(content: str) -> tuple[int, dict[str, str], str]:
     body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": content},
@@ -27,47 +25,10 @@ def completion(content: str) -> tuple[int, dict[str, str], str]:
     return 200, {"Content-Type": "application/json"}, json.dumps(body)
 
 
-class Script:
-    """What the server answers, in order; ``("sleep", s)`` delays the next answer by s."""
-
-    def __init__(self) -> None:
-        self.answers: list[Any] = []
-        self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-
-
 @pytest.fixture
 def server() -> Iterator[tuple[str, Script]]:
-    script = Script()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers["Content-Length"])
-            script.requests.append(json.loads(self.rfile.read(length)))
-            script.headers.append(dict(self.headers))
-            answer = script.answers.pop(0) if script.answers else completion("{}")
-            if answer[0] == "sleep":
-                time.sleep(answer[1])
-                answer = script.answers.pop(0) if script.answers else completion("{}")
-            status, headers, body = answer
-            data = body.encode()
-            self.send_response(status)
-            for key, value in headers.items():
-                self.send_header(key, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            with contextlib.suppress(BrokenPipeError):
-                self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", script
-    httpd.shutdown()
-    httpd.server_close()
+    with scripted_server(lambda body: completion("{}")) as served:
+        yield served
 
 
 QUESTIONS = completion(json.dumps({"questions": ["What is Isabella preparing for?"]}))
