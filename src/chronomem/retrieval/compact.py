@@ -30,7 +30,8 @@ from chronomem.scoring.components import elapsed_recency
 from chronomem.scoring.score import Candidates, Scores, effective_relevance, score
 
 __all__ = [
-    "DEFAULT_COMPACT_RECORDS", "Codes", "available", "best_scores", "cosines", "refine",
+    "DEFAULT_COMPACT_RECORDS", "Codes", "available", "best_scores", "cosines",
+    "linear_in_cosine", "refine",
     "widen_extremes",
 ]  # fmt: skip
 
@@ -190,6 +191,15 @@ def _kth(values: F64, k: int) -> float:
     return float(-np.partition(-values, k - 1)[k - 1]) if n > k else -np.inf
 
 
+def linear_in_cosine(config: ScoringConfig) -> bool:
+    """Whether a score moves with the cosine by a fixed slope per row — what the error bound's
+    rescoring (:func:`refine`) and the block bounds (:func:`_bounded`) rely on. A floored hybrid
+    fusion (``dense_floor`` above ``dense_share``) is not."""
+    return not (
+        config.relevance is RelevanceMode.HYBRID and config.dense_floor > config.dense_share
+    )
+
+
 def best_scores(
     c: Candidates, config: ScoringConfig, as_of_us: int, bound: float,
     exact: Callable[[Rows], F64], k: int,
@@ -226,8 +236,8 @@ def _bounded(
     block = int(np.clip(n // 256, 64, 1024))
     if config.recency is RecencyMode.ORDINAL or c.boost is not None or share == 0.0:
         return None
-    if mode is RelevanceMode.HYBRID and config.dense_floor > share:
-        return None  # a floored fusion is not linear in the cosine (recall.py never comes here)
+    if not linear_in_cosine(config):  # recall.py never comes here with one
+        return None
     if n < 8 * block or n < 16 * k:
         return None
     assert c.dense is not None

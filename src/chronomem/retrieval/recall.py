@@ -317,7 +317,7 @@ def _compact_exact(
         or chosen is not None
         or c.float64_cosines
         or c.relevance is RelevanceMode.LEXICAL
-        or (c.relevance is RelevanceMode.HYBRID and c.dense_floor > c.dense_share)
+        or not compact.linear_in_cosine(c)
         or (c.passages and a.pn)
         or a.emb is None
         or a.dim != vector.shape[0]
