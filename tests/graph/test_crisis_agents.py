@@ -142,3 +142,26 @@ def test_a_crisis_read_ranks_as_every_row_boosted(
                 assert [(h.record_ids, h.score) for h in hits] == [
                     (h.record_ids, h.score) for h in every[:k]
                 ]
+
+
+def test_a_rows_products_do_not_depend_on_which_other_rows_are_computed(tmp_path: Path) -> None:
+    """BLAS rounds a row's sums by the shape of the product it is in: the record × event
+    products of any subset of rows equal, bit for bit, those of every row (parts past one block
+    of rows, with tails)."""
+    rng = np.random.default_rng(7)
+    with Memory.open(tmp_path / "m.db", embedder=None, clock=SimClock(T0)) as mem:
+        for agent, n in (("a", 300), ("b", 77), ("c", 129)):
+            vectors = rng.normal(size=(n, 384)).astype(np.float32)
+            mem.remember_many(
+                [{"text": f"{agent} {i}", "embedding": v} for i, v in enumerate(vectors)],
+                agent=agent,
+            )
+        cols = columns(mem._h.index.arrays(("a", "b", "c")))
+        matrix = rng.normal(size=(384, 7)).astype(np.float32)
+        every = cols.products(None, matrix)
+        assert every.shape == (506, 7) and np.all(every != 0)
+        for size in (1, 5, 37, 300, 505):
+            rows = np.sort(rng.choice(cols.size, size, replace=False))
+            np.testing.assert_array_equal(cols.products(rows, matrix), every[rows])
+        unsorted = rng.permutation(cols.size)[:50]
+        np.testing.assert_array_equal(cols.products(unsorted, matrix), every[unsorted])

@@ -12,7 +12,9 @@ from chronomem.arrays import F32, Mask, Rows
 from chronomem.model.record import Kind
 from chronomem.retrieval.index import KIND_CODES, AgentArrays
 
-__all__ = ["Columns", "columns", "visible"]
+__all__ = ["PRODUCT_BLOCK", "Columns", "columns", "visible"]
+
+PRODUCT_BLOCK = 128  # rows per matrix product in Columns.products
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,18 +46,34 @@ class Columns:
 
     def products(self, rows: Rows | None, matrix: F32) -> F32:
         """``vectors(rows) @ matrix`` (``rows=None``: every row), without gathering the vectors
-        of whole parts: one product per part that holds some of ``rows``."""
+        of whole parts.
+
+        Each row's products come from one matrix product over the fixed block of
+        :data:`PRODUCT_BLOCK` rows of its part that holds it, whichever rows are asked for: BLAS
+        rounds a row's sums differently depending on the shape of the product it is part of
+        (which rows form its tail), and a read's scores must not depend on which other rows it
+        computed (a read of ``k=5`` ranks as the first five of ``k=50``)."""
         dim, width = matrix.shape
         if rows is None:
             out = np.zeros((self.size, width), dtype=np.float32)
             for a, start in zip(self.arrays, self.offsets[:-1].tolist(), strict=True):
-                if a.emb is not None and a.dim == dim and a.n:
-                    np.matmul(a.emb[: a.n], matrix, out=out[start : start + a.n])
+                if a.emb is not None and a.dim == dim:
+                    for first in range(0, a.n, PRODUCT_BLOCK):
+                        stop = min(first + PRODUCT_BLOCK, a.n)
+                        np.matmul(a.emb[first:stop], matrix, out=out[start + first : start + stop])
             return out
         out = np.zeros((rows.shape[0], width), dtype=np.float32)
         for a, at, local in self._runs(rows):
-            if a.emb is not None and a.dim == dim:
-                out[at] = a.emb[local] @ matrix
+            if a.emb is None or a.dim != dim:
+                continue
+            block = local // PRODUCT_BLOCK
+            touched = np.unique(block)
+            done = np.empty((touched.shape[0], PRODUCT_BLOCK, width), dtype=np.float32)
+            for i, b in enumerate(touched.tolist()):
+                first = b * PRODUCT_BLOCK
+                stop = min(first + PRODUCT_BLOCK, a.n)
+                np.matmul(a.emb[first:stop], matrix, out=done[i, : stop - first])
+            out[at] = done[np.searchsorted(touched, block), local - block * PRODUCT_BLOCK]
         return out
 
     def _runs(self, rows: Rows) -> list[tuple[AgentArrays, Rows, Rows]]:
