@@ -159,7 +159,8 @@ def test_a_rows_products_do_not_depend_on_which_other_rows_are_computed(tmp_path
         cols = columns(mem._h.index.arrays(("a", "b", "c")))
         matrix = rng.normal(size=(384, 7)).astype(np.float32)
         every = cols.products(None, matrix)
-        assert every.shape == (506, 7) and np.all(every != 0)
+        assert every.shape == (506, 7)
+        assert np.all(every != 0)
         for size in (1, 5, 37, 300, 505):
             rows = np.sort(rng.choice(cols.size, size, replace=False))
             np.testing.assert_array_equal(cols.products(rows, matrix), every[rows])
