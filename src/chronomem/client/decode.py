@@ -96,11 +96,14 @@ def _union(args: tuple[Any, ...]) -> Callable[[Any], Any]:
 def _dataclass(kind: type) -> Callable[[Any], Any]:
     hints = typing.get_type_hints(kind)
     wanted = [f.name for f in dataclasses.fields(kind) if f.init]
+    fields: list[tuple[str, Callable[[Any], Any]]] = []  # filled on first use: types may nest
 
     def build(value: Any) -> Any:
         body = _expect(value, dict, kind)
+        if not fields:
+            fields.extend((n, _converter(hints[n])) for n in wanted)
         try:
-            return kind(**{n: _converter(hints[n])(body[n]) for n in wanted if n in body})
+            return kind(**{n: convert(body[n]) for n, convert in fields if n in body})
         except TypeError as exc:  # a required field missing
             raise AnswerError(f"the service's {kind.__name__} is incomplete: {exc}") from None
 

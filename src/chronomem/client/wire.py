@@ -54,7 +54,7 @@ def wire(value: Any) -> Any:
     if isinstance(value, Enum):
         return value.value
     if hasattr(value, "tolist") and hasattr(value, "dtype"):  # numpy arrays and scalars
-        return wire(value.tolist())
+        return value.tolist() if value.dtype.kind in "biuf" else wire(value.tolist())
     if isinstance(value, Mapping):
         return {str(k): wire(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):

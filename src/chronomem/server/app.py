@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -26,8 +26,9 @@ from starlette.exceptions import HTTPException
 from chronomem.errors import ChronomemError
 from chronomem.server import problems
 from chronomem.server.auth import Denied, Gate
+from chronomem.server.hot import HotReads, send_document
 from chronomem.server.routes import admin, graph, reads, records
-from chronomem.server.routes.service import Service
+from chronomem.server.routes.service import Routes, Service
 from chronomem.server.spaces import Spaces
 
 __all__ = ["create_app"]
@@ -45,9 +46,13 @@ def _problem(document: dict[str, Any]) -> JSONResponse:
     return JSONResponse(document, status_code=document["status"], media_type=problems.MEDIA_TYPE)
 
 
-def create_app(spaces: Spaces, *, loopback: bool, max_body_bytes: int = 16 << 20) -> FastAPI:
+def create_app(
+    spaces: Spaces, *, loopback: bool, max_body_bytes: int = 16 << 20, hot_reads: bool = True
+) -> FastAPI:
     """The service over ``spaces``. ``loopback``: the server listens on a loopback address only
-    (it may then run without keys; see ``auth.py``). Bodies over ``max_body_bytes`` get 413."""
+    (it may then run without keys; see ``auth.py``). Bodies over ``max_body_bytes`` get 413.
+    ``hot_reads=False`` sends recall and peek through the framework's routes too (``hot.py``;
+    the answers are the same, which the tests check)."""
     from chronomem import __version__
 
     mcp_servers: list[Any] = []  # the MCP server, once mounted (its sessions run in the lifespan)
@@ -70,8 +75,11 @@ def create_app(spaces: Spaces, *, loopback: bool, max_body_bytes: int = 16 << 20
     )
     _docs(app)
     gate = Gate(spaces.admin, loopback=loopback)
+    service = Service(spaces=spaces, gate=gate)
     app.state.spaces = spaces
-    app.add_middleware(_BodyLimit, limit=max_body_bytes)
+    if hot_reads:
+        app.add_middleware(HotReads, service=service)
+    app.add_middleware(_BodyLimit, limit=max_body_bytes)  # added last: it runs first
     _errors(app)
 
     @app.get("/v1/health", tags=["service"])
@@ -79,9 +87,8 @@ def create_app(spaces: Spaces, *, loopback: bool, max_body_bytes: int = 16 << 20
         """Liveness and the store: 200 when a query on the store answers."""
         return {"status": "ok", "schema_version": spaces.admin.schema_version()}
 
-    v1 = APIRouter(prefix="/v1/spaces/{space}")
+    v1 = Routes(prefix="/v1/spaces/{space}")
 
-    service = Service(spaces=spaces, gate=gate)
     for routes in (records, reads, graph, admin):
         routes.register(v1, service)
     app.include_router(v1)
@@ -138,10 +145,7 @@ def _errors(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        name = {404: "NotFound", 405: "MethodNotAllowed", 413: "PayloadTooLarge"}.get(
-            exc.status_code, "HTTPError"
-        )
-        return _problem(problems.problem(exc.status_code, name, str(exc.detail)))
+        return _problem(problems.from_http(exc.status_code, str(exc.detail)))
 
     @app.exception_handler(Exception)
     def crashed(request: Request, exc: Exception) -> JSONResponse:
@@ -185,7 +189,4 @@ class _BodyLimit:
 
 
 async def _too_large(limit: int, send: Callable[[Any], Awaitable[None]]) -> None:
-    document = problems.problem(413, "PayloadTooLarge", f"the request body is over {limit} bytes")
-    response = _problem(document)
-    await send({"type": "http.response.start", "status": 413, "headers": response.raw_headers})
-    await send({"type": "http.response.body", "body": response.body})
+    await send_document(send, problems.from_http(413, f"the request body is over {limit} bytes"))

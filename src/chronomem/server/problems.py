@@ -9,7 +9,7 @@ from typing import Any
 from chronomem import errors
 from chronomem.errors import ChronomemError
 
-__all__ = ["MEDIA_TYPE", "STATUS", "problem", "status_of"]
+__all__ = ["MEDIA_TYPE", "STATUS", "from_error", "from_http", "problem", "status_of"]
 
 MEDIA_TYPE = "application/problem+json"
 
@@ -65,3 +65,11 @@ def from_error(exc: ChronomemError) -> dict[str, Any]:
     if isinstance(exc, errors.LLMHTTPError):
         members["upstream_status"] = exc.status
     return problem(status_of(exc), type(exc).__name__, str(exc), field=field, **members)
+
+
+_HTTP_NAMES = {404: "NotFound", 405: "MethodNotAllowed", 413: "PayloadTooLarge"}
+
+
+def from_http(status: int, detail: str) -> dict[str, Any]:
+    """The document for an HTTP-level refusal (no such route, method, a body too large)."""
+    return problem(status, _HTTP_NAMES.get(status, "HTTPError"), detail)

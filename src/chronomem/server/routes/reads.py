@@ -12,9 +12,26 @@ from chronomem.model.keys import Scope
 from chronomem.model.record import Hit
 from chronomem.retrieval.options import ReadOptions
 from chronomem.server import wire
-from chronomem.server.routes.service import Credentials, Service, instant
+from chronomem.server.routes.service import Credentials, Service, instant, token
 
-__all__ = ["register"]
+__all__ = ["peek_hits", "recall_hits", "register"]
+
+
+# The two read verbs, for their routes here and for the hot path (``server/hot.py``).
+def recall_hits(service: Service, space: str, body: wire.RecallIn, key: str | None) -> list[Hit]:
+    caller = service.gate.caller(key, space, Scope.WRITE if body.touch else Scope.READ)
+    options = ReadOptions.from_arguments({**body.model_dump(), "actor": caller.actor})
+    return service.memory(space).recall(
+        body.query, options=options, query_embedding=body.query_embedding
+    )
+
+
+def peek_hits(service: Service, space: str, body: wire.PeekIn, key: str | None) -> list[Hit]:
+    caller = service.gate.caller(key, space, Scope.READ)
+    options = ReadOptions.from_arguments({**body.model_dump(), "actor": caller.actor})
+    return service.memory(space).peek(
+        body.query, options=options, query_embedding=body.query_embedding
+    )
 
 
 def register(v1: APIRouter, service: Service) -> None:
@@ -23,19 +40,11 @@ def register(v1: APIRouter, service: Service) -> None:
     # -- reads ----------------------------------------------------------------------------------
     @v1.post("/recall", tags=["reads"])
     def recall(space: str, body: wire.RecallIn, auth: Credentials) -> list[Hit]:
-        caller = service.allow(auth, space, Scope.WRITE if body.touch else Scope.READ)
-        options = ReadOptions.from_arguments({**body.model_dump(), "actor": caller.actor})
-        return service.memory(space).recall(
-            body.query, options=options, query_embedding=body.query_embedding
-        )
+        return recall_hits(service, space, body, token(auth))
 
     @v1.post("/peek", tags=["reads"])
     def peek(space: str, body: wire.PeekIn, auth: Credentials) -> list[Hit]:
-        caller = service.allow(auth, space, Scope.READ)
-        options = ReadOptions.from_arguments({**body.model_dump(), "actor": caller.actor})
-        return service.memory(space).peek(
-            body.query, options=options, query_embedding=body.query_embedding
-        )
+        return peek_hits(service, space, body, token(auth))
 
     @v1.post("/recall-many", tags=["reads"])
     def recall_many(space: str, body: wire.RecallManyIn, auth: Credentials) -> list[list[Hit]]:
