@@ -145,9 +145,9 @@ def test_a_crisis_read_ranks_as_every_row_boosted(
 
 
 def test_a_rows_products_do_not_depend_on_which_other_rows_are_computed(tmp_path: Path) -> None:
-    """BLAS rounds a row's sums by the shape of the product it is in: the record × event
-    products of any subset of rows equal, bit for bit, those of every row (parts past one block
-    of rows, with tails)."""
+    """In float32, BLAS rounds a row's sums by the shape of the product it is in and the row's
+    place in it: the record × event products of any subset of rows equal, bit for bit, those of
+    every row (parts of several sizes, subsets from one row to all but one)."""
     rng = np.random.default_rng(7)
     with Memory.open(tmp_path / "m.db", embedder=None, clock=SimClock(T0)) as mem:
         for agent, n in (("a", 300), ("b", 77), ("c", 129)):
