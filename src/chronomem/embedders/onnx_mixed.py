@@ -12,7 +12,10 @@ products (``MatMulIntegerToFloat``, VNNI on x86), with
 The FFN output projection (its input is GELU's long-tailed output) stays fp32: quantised, it
 alone costs more agreement with fp32 than the rest together. Measured on the bundled
 all-MiniLM-L6-v2 (bench/results/embedding.md): cosine to torch >= 0.999 on every text, where
-dynamic per-tensor int8 of the same products reaches only 0.98-0.99.
+dynamic per-tensor int8 of the same products reaches only 0.98-0.99. Measured on AVX-512 VNNI
+only: on x86 CPUs without VNNI, ONNX Runtime's u8 x s8 kernels add pairs of products in 16 bits,
+which can saturate; the probe check when the model is built is what guards them (the fp32 model
+runs if it fails).
 """
 
 from __future__ import annotations
