@@ -1,5 +1,6 @@
 """Embedding throughput: the bundled all-MiniLM-L6-v2 on torch (sentence-transformers) and on ONNX
-Runtime (fp32, int8), one thread each, in the same run.
+Runtime (the default mixed-precision model, the plain fp32 export, int8), one thread each, in the
+same run.
 
 Corpora: LoCoMo dialogue turns (short chat) and the longest LongMemEval assistant turns (most fill
 the model's 256-token window). Each backend embeds each corpus ``--repeats`` times, the backends'
@@ -28,12 +29,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine, write_results
-from chronomem.embedders import default_embedder
+from chronomem.embedders import OnnxEmbedder, SentenceTransformerEmbedder, default_embedder
+from chronomem.embedders.base import Embedder
 from locomo import DATA as LOCOMO
 from locomo import load
 from longmemeval import DATA as LONGMEMEVAL
 
-BACKENDS = ("torch", "onnx", "onnx-int8")
+BACKENDS = ("torch", "torch-b32", "onnx", "onnx-fp32", "onnx-int8")
+COLD = ("torch", "onnx", "onnx-int8")  # the names default_embedder knows
 TARGET = 2.0
 
 
@@ -50,6 +53,17 @@ def corpora(turns: int, long: int) -> dict[str, list[str]]:
         "LoCoMo turns": chat,
         "long assistant turns": sorted(answers, key=lambda t: (-len(t), t))[:long],
     }
+
+
+def make(name: str) -> Embedder:
+    """A backend by name; ``onnx-fp32`` is the plain fp32 export (``exact=True``) beside the
+    default mixed-precision ``onnx``, ``torch-b32`` torch in ONNX's batches of 32 (torch's own
+    default is 64), to show how much of the ratio is the batch size."""
+    if name == "onnx-fp32":
+        return OnnxEmbedder(exact=True, num_threads=1)
+    if name == "torch-b32":
+        return SentenceTransformerEmbedder(batch_size=32, num_threads=1)
+    return default_embedder(name, num_threads=1)
 
 
 def cold_start(backend: str) -> float:
@@ -72,7 +86,7 @@ def main() -> int:
     parser.add_argument("--long", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    embedders = {name: default_embedder(name, num_threads=1) for name in BACKENDS}
+    embedders = {name: make(name) for name in BACKENDS}
     for embedder in embedders.values():  # load, export if the cache is empty, warm up
         embedder.embed(["warm up", "the model"])
 
@@ -111,7 +125,7 @@ def main() -> int:
             )
 
     start = [cold_start_of_python() for _ in range(3)]
-    cold = {name: statistics.median(cold_start(name) for _ in range(3)) for name in BACKENDS}
+    cold = {name: statistics.median(cold_start(name) for _ in range(3)) for name in COLD}
     for name, s in cold.items():
         print(f"cold start {name:10} {s:.2f} s (python itself {statistics.median(start):.2f} s)")
 
@@ -164,7 +178,12 @@ def markdown(payload: dict[str, Any]) -> list[str]:
         "|---|---|",
         *(f"| {name} | {s:.2f} |" for name, s in payload["cold_start_s"].items()),
         "",
-        f"Target (issue 18): ≥ {payload['target_ratio']:.0f}× torch with cosine ≥ 0.999 per text.",
+        f"Target (issue 18): ≥ {payload['target_ratio']:.0f}× torch with cosine ≥ 0.999 per text. "
+        "`onnx` is the default mixed-precision model (int8 attention projections and FFN input "
+        "with per-token scales, fp32 FFN output), `onnx-fp32` the plain export "
+        "(`OnnxEmbedder(exact=True)`), both in batches of 32; `torch-b32` is torch in batches "
+        "of 32 instead of its default 64. The variants tried on the way are in "
+        "docs/benchmarks.md.",
     ]
     return lines
 

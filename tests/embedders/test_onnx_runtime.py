@@ -4,9 +4,11 @@ Slow: loads torch for the export and the comparison."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -39,8 +41,13 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def onnx_fp32(cache: Path) -> OnnxEmbedder:
+def onnx_default(cache: Path) -> OnnxEmbedder:
     return OnnxEmbedder(cache_dir=cache, num_threads=1).prepare()
+
+
+@pytest.fixture(scope="module")
+def onnx_exact(cache: Path) -> OnnxEmbedder:
+    return OnnxEmbedder(cache_dir=cache, num_threads=1, exact=True).prepare()
 
 
 @pytest.fixture(scope="module")
@@ -49,17 +56,52 @@ def onnx_int8(cache: Path) -> OnnxEmbedder:
 
 
 @pytest.mark.slow
-def test_fp32_agrees_with_torch_on_every_text(minilm, onnx_fp32: OnnxEmbedder) -> None:  # type: ignore[no-untyped-def]
+def test_the_default_mixed_model_agrees_with_torch_on_every_text(
+    minilm, onnx_default: OnnxEmbedder
+) -> None:  # type: ignore[no-untyped-def]
+    assert onnx_default.model_file.name == "model-mixed.onnx"
     expected = minilm.embed(TEXTS)
-    got = onnx_fp32.embed(TEXTS)
+    got = onnx_default.embed(TEXTS)
     assert got.shape == (len(TEXTS), 384)
     assert got.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, rtol=1e-5)
     cosine = (expected * got).sum(axis=1)
     assert cosine.min() >= 0.999, dict(zip(TEXTS, cosine.tolist(), strict=True))
     # Order and batching do not change a vector: reversed, in batches of 3.
-    small = OnnxEmbedder(cache_dir=onnx_fp32.cache_folder.parent.parent, batch_size=3)
+    small = OnnxEmbedder(cache_dir=onnx_default.cache_folder.parent.parent, batch_size=3)
     np.testing.assert_allclose(small.embed(TEXTS[::-1])[::-1], got, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_exact_runs_the_fp32_export(minilm, onnx_exact: OnnxEmbedder) -> None:  # type: ignore[no-untyped-def]
+    assert onnx_exact.model_file.name == "model.onnx"
+    assert onnx_exact.model_id == DEFAULT_MODEL_ID
+    cosine = (minilm.embed(TEXTS) * onnx_exact.embed(TEXTS)).sum(axis=1)
+    assert cosine.min() >= 0.99999, dict(zip(TEXTS, cosine.tolist(), strict=True))
+
+
+@pytest.mark.slow
+def test_the_mixed_model_quantises_all_but_the_ffn_output(onnx_default: OnnxEmbedder) -> None:
+    import onnx
+
+    manifest = json.loads((onnx_default.cache_folder / "export.json").read_text())
+    mixed = manifest["fp32"]["mixed"]
+    assert mixed["cached"] is True
+    assert mixed["probe_min_cosine"] >= 0.999
+    graph = onnx.load(str(onnx_default.model_file), load_external_data=False).graph
+    ops = Counter(node.op_type for node in graph.node)
+    # Six layers: Q, K, V, attention output and FFN input in int8; the FFN output in fp32.
+    assert ops["MatMulIntegerToFloat"] == 30 == mixed["int8_products"]
+    assert ops["MatMul"] == 6 == mixed["fp32_products"]
+    assert ops["MultiHeadAttention"] == 6
+    fp32 = {n.name for n in graph.node if n.op_type == "MatMul"}
+    assert all(name.endswith("/output/dense/MatMul") for name in fp32)
+    assert not any("attention" in name for name in fp32)
+
+
+def test_quantize_and_exact_exclude_each_other() -> None:
+    with pytest.raises(ConfigError, match="exclude"):
+        OnnxEmbedder(quantize=True, exact=True)
 
 
 @pytest.mark.slow
@@ -71,30 +113,38 @@ def test_int8_is_close_but_recorded_as_another_model(minilm, onnx_int8: OnnxEmbe
 
 
 @pytest.mark.slow
-def test_stores_open_across_fp32_backends_but_not_int8(  # type: ignore[no-untyped-def]
-    minilm, onnx_fp32: OnnxEmbedder, onnx_int8: OnnxEmbedder, tmp_path: Path
+def test_stores_open_across_torch_mixed_and_exact_but_not_int8(  # type: ignore[no-untyped-def]
+    minilm,
+    onnx_default: OnnxEmbedder,
+    onnx_exact: OnnxEmbedder,
+    onnx_int8: OnnxEmbedder,
+    tmp_path: Path,
 ) -> None:
-    assert onnx_fp32.model_id == minilm.model_id == DEFAULT_MODEL_ID
+    assert onnx_default.model_id == onnx_exact.model_id == minilm.model_id == DEFAULT_MODEL_ID
     torch_db, int8_db = tmp_path / "torch.db", tmp_path / "int8.db"
     with Memory.open(torch_db, embedder=minilm) as mem:
         leg = mem.remember("The physician told me to rest my leg for two weeks").id
         mem.remember("Tomatoes need six hours of direct sun every day")
-    with Memory.open(torch_db, embedder=onnx_fp32) as mem:  # written by torch, read by ONNX
+    with Memory.open(torch_db, embedder=onnx_default) as mem:  # written by torch, read by ONNX
         hits = mem.peek("My doctor said I should not walk on my injured leg", k=1)
         assert hits[0].record.id == leg
         mem.remember("The quarterly revenue of the shipping company grew by eight percent")
+    with Memory.open(torch_db, embedder=onnx_exact) as mem:
+        assert len(mem.peek("my injured leg", k=3)) == 3
     with Memory.open(int8_db, embedder=onnx_int8) as mem:
         mem.remember("one")
-    for embedder, db in ((onnx_int8, torch_db), (minilm, int8_db), (onnx_fp32, int8_db)):
+    for embedder, db in (
+        (onnx_int8, torch_db), (minilm, int8_db), (onnx_default, int8_db), (onnx_exact, int8_db)
+    ):  # fmt: skip
         with pytest.raises(EmbedderMismatchError):
             Memory.open(db, embedder=embedder)
 
 
 @pytest.mark.slow
 def test_the_cache_is_reused_and_a_cached_model_runs_without_torch(
-    onnx_fp32: OnnxEmbedder, cache: Path
+    onnx_default: OnnxEmbedder, cache: Path
 ) -> None:
-    model = onnx_fp32.model_file
+    model = onnx_default.model_file
     before = model.stat().st_mtime_ns
     again = OnnxEmbedder(cache_dir=cache, num_threads=1).prepare()
     assert again.model_file == model
@@ -160,9 +210,9 @@ def test_length_batches_bound_padding_and_cover_every_text() -> None:
 
 @pytest.mark.slow
 def test_a_record_with_its_passages_gets_the_vectors_it_gets_alone(
-    onnx_fp32: OnnxEmbedder,
+    onnx_default: OnnxEmbedder,
 ) -> None:
     texts = [TEXTS[7], *TEXTS[7].split(". ")]
-    together = onnx_fp32.embed(texts)
-    alone = np.stack([onnx_fp32.embed([t])[0] for t in texts])
+    together = onnx_default.embed(texts)
+    alone = np.stack([onnx_default.embed([t])[0] for t in texts])
     np.testing.assert_allclose(together, alone, atol=1e-5)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
@@ -62,10 +63,16 @@ def _torch_vectors(model: Any, encoded: dict[str, Any]) -> npt.NDArray[np.float3
 
 
 def export_onnx(
-    source: Path, target: Path, *, max_seq_length: int, num_threads: int | None = None
+    source: Path,
+    target: Path,
+    *,
+    max_seq_length: int,
+    num_threads: int | None = None,
+    mixed: Path | None = None,
 ) -> dict[str, Any]:
-    """Export the transformer of the model folder ``source`` to ``target`` (fp32), after checking
-    it against torch on :data:`PROBES`. Returns what was checked (for ``export.json``).
+    """Export the transformer of the model folder ``source`` to ``target`` (fp32), and with
+    ``mixed`` the mixed-precision model there, each after checking it against torch on
+    :data:`PROBES`. Returns what was checked (for ``export.json``).
 
     Raises:
         ConfigError: torch, transformers or onnx is not installed.
@@ -108,6 +115,10 @@ def export_onnx(
 
     sample = encode(PROBES[:2])
     axes = {name: {0: "batch", 1: "tokens"} for name in (*INPUTS, "last_hidden_state")}
+    probes = encode(PROBES)
+    inputs = {name: probes[name].numpy() for name in INPUTS}
+    expected = _torch_vectors(bert, probes)
+    manifest: dict[str, Any] = {"source": str(source), "torch": torch.__version__, "opset": 17}
     with _atomic(target) as tmp:
         try:
             with torch.no_grad(), warnings.catch_warnings():
@@ -117,39 +128,83 @@ def export_onnx(
                     input_names=list(INPUTS), output_names=["last_hidden_state"],
                     dynamic_axes=axes, opset_version=17, dynamo=False,
                 )  # fmt: skip
-            fused = _fuse(tmp, bert.config)
+            if mixed is not None:
+                manifest["mixed"] = _build_mixed(
+                    tmp, mixed, bert.config, expected, inputs, num_threads
+                )
+            manifest["fused"] = _fuse(tmp, tmp, bert.config, multi_head=False)
+        except EmbedderError:
+            raise
         except Exception as exc:
             raise EmbedderError(f"the ONNX export of {source} failed: {exc}") from exc
-        probes = encode(PROBES)
-        expected = _torch_vectors(bert, probes)
-        got = _session_vectors(tmp, {name: probes[name].numpy() for name in INPUTS}, num_threads)
-        agreement = (expected * got).sum(axis=1)
-        if float(agreement.min()) < MIN_AGREEMENT:
+        agreement = _agreement(expected, tmp, inputs, num_threads)
+        if agreement < MIN_AGREEMENT:
             raise EmbedderError(
                 f"the ONNX export of {source} disagrees with torch (cosine "
-                f"{float(agreement.min()):.6f} < {MIN_AGREEMENT}); it was not cached"
+                f"{agreement:.6f} < {MIN_AGREEMENT}); it was not cached"
             )
-    return {
-        "source": str(source),
-        "torch": torch.__version__,
-        "opset": 17,
-        "fused": fused,
-        "probe_min_cosine": float(agreement.min()),
-    }
+    return {**manifest, "probe_min_cosine": agreement}
 
 
-def _fuse(path: Path, config: Any) -> dict[str, int]:
-    """Fuse a BERT graph's attention, layer norms and GELU into ONNX Runtime's own operators, in
-    place (other architectures are left as exported). Returns the fused operators' counts."""
+def _build_mixed(
+    raw: Path,
+    target: Path,
+    config: Any,
+    expected: npt.NDArray[np.float32],
+    inputs: dict[str, npt.NDArray[Any]],
+    num_threads: int | None,
+) -> dict[str, Any]:
+    """The mixed-precision model (:mod:`chronomem.embedders.onnx_mixed`) from the exported graph
+    ``raw``, calibrated on the probes, cached at ``target`` only if every probe agrees with torch
+    to :data:`MIN_AGREEMENT` (else the fp32 model stays the default; the record says why)."""
     if getattr(config, "model_type", None) != "bert":
+        return {"cached": False, "reason": "not a BERT graph"}
+    from chronomem.embedders.onnx_mixed import mix_precision
+
+    scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=".mixed."))
+    try:
+        fused, candidate = scratch / "fused.onnx", scratch / "mixed.onnx"
+        _fuse(raw, fused, config, multi_head=True)
+        counts = mix_precision(fused, candidate, calibration=[inputs])
+        agreement = _agreement(expected, candidate, inputs, num_threads)
+        cached = agreement >= MIN_AGREEMENT
+        if cached:
+            os.replace(candidate, target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return {"cached": cached, "probe_min_cosine": agreement, **counts}
+
+
+def _agreement(
+    expected: npt.NDArray[np.float32],
+    path: Path,
+    inputs: dict[str, npt.NDArray[Any]],
+    num_threads: int | None,
+) -> float:
+    """The lowest cosine between ``expected`` and the vectors of the model at ``path``."""
+    return float((expected * _session_vectors(path, inputs, num_threads)).sum(axis=1).min())
+
+
+def _fuse(path: Path, target: Path, config: Any, *, multi_head: bool) -> dict[str, int]:
+    """Fuse a BERT graph's attention, layer norms and GELU into ONNX Runtime's own operators,
+    written to ``target`` (other architectures are copied as exported). ``multi_head``: attention
+    as ``MultiHeadAttention`` after separate Q/K/V products (what the mixed model quantises), else
+    ``Attention`` with its packed projection. Returns the fused operators' counts."""
+    if getattr(config, "model_type", None) != "bert":
+        if target != path:
+            shutil.copyfile(path, target)
         return {}
+    from onnxruntime.transformers.fusion_options import FusionOptions
     from onnxruntime.transformers.optimizer import optimize_model
 
+    options = FusionOptions("bert")
+    options.use_multi_head_attention = multi_head
     model = optimize_model(
         str(path), model_type="bert", num_heads=int(config.num_attention_heads),
         hidden_size=int(config.hidden_size), opt_level=1, use_gpu=False,
+        optimization_options=options,
     )  # fmt: skip
-    model.save_model_to_file(str(path))
+    model.save_model_to_file(str(target))
     return {k: int(v) for k, v in model.get_fused_operator_statistics().items() if v}
 
 
