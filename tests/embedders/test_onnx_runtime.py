@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -59,7 +60,13 @@ def onnx_int8(cache: Path) -> OnnxEmbedder:
 def test_the_default_mixed_model_agrees_with_torch_on_every_text(
     minilm, onnx_default: OnnxEmbedder
 ) -> None:  # type: ignore[no-untyped-def]
-    assert onnx_default.model_file.name == "model-mixed.onnx"
+    # The mixed model runs where its integer products agree with torch on every probe; on a CPU
+    # whose integer kernels do not (without VNNI, ORT's u8×s8 sums can saturate), the fp32 export.
+    mixed = _mixed_manifest(onnx_default)
+    assert mixed["probe_min_cosine"] > 0.99
+    chosen = "model-mixed.onnx" if mixed["probe_min_cosine"] >= 0.999 else "model.onnx"
+    assert mixed["cached"] is (chosen == "model-mixed.onnx")
+    assert onnx_default.model_file.name == chosen
     expected = minilm.embed(TEXTS)
     got = onnx_default.embed(TEXTS)
     assert got.shape == (len(TEXTS), 384)
@@ -84,9 +91,12 @@ def test_exact_runs_the_fp32_export(minilm, onnx_exact: OnnxEmbedder) -> None:  
 def test_the_mixed_model_quantises_all_but_the_ffn_output(onnx_default: OnnxEmbedder) -> None:
     import onnx
 
-    manifest = json.loads((onnx_default.cache_folder / "export.json").read_text())
-    mixed = manifest["fp32"]["mixed"]
-    assert mixed["cached"] is True
+    mixed = _mixed_manifest(onnx_default)
+    if not mixed["cached"]:
+        pytest.skip(
+            f"this CPU's integer kernels put the mixed model at {mixed['probe_min_cosine']:.5f} "
+            "on a probe (under 0.999): the fp32 export runs, as the previous test checks"
+        )
     assert mixed["probe_min_cosine"] >= 0.999
     graph = onnx.load(str(onnx_default.model_file), load_external_data=False).graph
     ops = Counter(node.op_type for node in graph.node)
@@ -97,6 +107,12 @@ def test_the_mixed_model_quantises_all_but_the_ffn_output(onnx_default: OnnxEmbe
     fp32 = {n.name for n in graph.node if n.op_type == "MatMul"}
     assert all(name.endswith("/output/dense/MatMul") for name in fp32)
     assert not any("attention" in name for name in fp32)
+
+
+def _mixed_manifest(embedder: OnnxEmbedder) -> dict[str, Any]:
+    """What the export recorded of the mixed model (its probe agreement, whether it was kept)."""
+    manifest = json.loads((embedder.cache_folder / "export.json").read_text())
+    return manifest["fp32"]["mixed"]  # type: ignore[no-any-return]
 
 
 def test_quantize_and_exact_exclude_each_other() -> None:
