@@ -119,6 +119,7 @@ def run(
             db, embedder=embedder, clock=clock, space=q["question_id"], synchronous="NORMAL"
         )
         evidence: set[str] = set()
+        whole: dict[str, np.ndarray] = {}
         session_of: dict[str, int] = {}
         when: dict[int, datetime] = {}
         for index, (session, date) in enumerate(
@@ -130,8 +131,10 @@ def run(
             vectors = embedder.embed(turns)
             for i, (turn, text, vector) in enumerate(zip(session, turns, vectors, strict=True)):
                 clock.set(start + timedelta(minutes=i))
-                rid = mem.remember(text, agent="memory", importance=5, embedding=vector).id
+                # the engine embeds it as Memory.open's default does (passages="derived")
+                rid = mem.remember(text, agent="memory", importance=5).id
                 assert rid is not None
+                whole[rid] = vector
                 session_of[rid] = index
                 if turn.get("has_answer"):
                     evidence.add(rid)
@@ -140,7 +143,7 @@ def run(
         with mem.store.snapshot():
             stored = list(mem.store.iter_records(mem.space))
         ids = [s.record.id for s in stored]
-        matrix = np.stack([s.embedding for s in stored]).astype(np.float32)
+        matrix = np.stack([whole[i] for i in ids]).astype(np.float32)  # the baselines' vectors
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
         qv = embedder.embed([q["question"]])[0]
         cosine = matrix @ (qv / np.linalg.norm(qv))

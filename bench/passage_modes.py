@@ -14,6 +14,7 @@ Modes (record vector / passage vectors):
   embedded on their own;
 - ``long:N``: only the sentences of at least N words embedded on their own;
 - ``MODE+long:N``: MODE, its passages of fewer than N words dropped;
+- ``derived-first-w``: ``derived-first`` with each sentence weighted by its length in characters;
 - ``derived-first``: ``derived`` over the sentences that start in the first 254 tokens only (the
   whole text's window), the others without a passage.
 
@@ -40,7 +41,10 @@ import longmemeval
 from _late import LateChunker
 from _quality import CachedEmbedder, mean, metrics
 from chronomem import Memory, SimClock
+from chronomem.engine import handle
 from chronomem.text import passage_spans, passages
+
+handle.DEFAULT_PASSAGES = "sentences"  # the modes make the vectors; the engine asks for them all
 
 MODES = ("sentences", "none", "derived", "derived-first", "late", "late-prefix", "late-first",
          "late-tail")  # fmt: skip
@@ -52,11 +56,14 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 class ModeEmbedder:
     """The cached embedder, but a record's own vector and its passages' vectors as ``mode``
-    makes them: the engine asks for a record's passages (``passages(text)``) in one call when
-    the record is written with its vector."""
+    makes them, for the record ``texts``: the engine (with ``passages="sentences"``, whatever
+    its default) asks for a record and its passages (``passages(text)``) in one call, or for
+    its passages alone when the record is written with its vector."""
 
-    def __init__(self, inner: CachedEmbedder, late: LateChunker | None, mode: str) -> None:
-        self.inner, self.late, self.mode = inner, late, mode
+    def __init__(
+        self, inner: CachedEmbedder, late: LateChunker | None, mode: str, records: set[str]
+    ) -> None:
+        self.inner, self.late, self.mode, self.records = inner, late, mode, records
         self.owner: dict[tuple[str, ...], str] = {}
         self.tokenizer: Any = None
 
@@ -88,11 +95,17 @@ class ModeEmbedder:
         split = passages(text)
         self.owner.setdefault(tuple(split), text)
         if "+" in self.mode:
-            return ModeEmbedder(self.inner, self.late, self.mode.split("+")[0]).record(text)
+            return ModeEmbedder(
+                self.inner, self.late, self.mode.split("+")[0], self.records
+            ).record(text)
         if self.mode == "derived" and split:
             return _unit(self.inner.embed(split).mean(axis=0))
         if self.mode == "derived-first" and split:
             return _unit(self.inner.embed(split)[self.first(text)].mean(axis=0))
+        if self.mode == "derived-first-w" and split:
+            kept = self.first(text)
+            weights = np.asarray([e - s for s, e in passage_spans(text)], float)[kept]
+            return _unit(weights @ self.inner.embed(split)[kept])
         return self.inner.embed([text])[0]
 
     def parts(self, text: str) -> np.ndarray:
@@ -101,16 +114,15 @@ class ModeEmbedder:
         mode = self.mode
         if "+long:" in mode:
             base, n = mode.split("+long:")
-            inner = ModeEmbedder(self.inner, self.late, base)
+            inner = ModeEmbedder(self.inner, self.late, base, self.records)
             own, record = inner.parts(text), inner.record(text)
             words = [len(text[s:e].split()) for s, e in passage_spans(text)]
             return np.stack([v if w >= int(n) else record for v, w in zip(own, words, strict=True)])
         if mode in ("sentences", "derived"):
             return self.inner.embed(split)
-        if mode == "derived-first":
+        if mode in ("derived-first", "derived-first-w"):
             own = self.inner.embed(split)
-            kept = self.first(text)
-            return np.where(kept[:, None], own, _unit(own[kept].mean(axis=0))[None])
+            return np.where(self.first(text)[:, None], own, self.record(text)[None])
         if mode == "none":
             return np.repeat(whole[None], len(split), axis=0)
         if mode.startswith("long:"):
@@ -133,29 +145,17 @@ class ModeEmbedder:
         raise SystemExit(f"unknown mode {mode!r}")
 
     def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
+        if len(texts) > 1 and texts[0] in self.records and texts[1:] == passages(texts[0]):
+            return np.concatenate([self.record(texts[0])[None], self.parts(texts[0])])
+        if texts and all(t in self.records for t in texts):
+            return np.stack([self.record(t) for t in texts])
         owner = self.owner.get(tuple(texts)) if texts else None
         if owner is not None:
             return self.parts(owner)
         return self.inner.embed(texts, progress=progress)
 
 
-class RecordVectors:
-    """What the benchmarks' ``embedder.embed(turns)`` gets for the record texts: ``mode``'s
-    record vectors (every other call goes to the mode embedder)."""
-
-    def __init__(self, modal: ModeEmbedder, records: set[str]) -> None:
-        self.modal, self.records = modal, records
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.modal, name)
-
-    def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
-        if texts and all(t in self.records for t in texts):
-            return np.stack([self.modal.record(t) for t in texts])
-        return self.modal.embed(texts, progress=progress)
-
-
-def run_locomo(embedder: RecordVectors, tmp: Path) -> dict[str, float]:
+def run_locomo(embedder: ModeEmbedder, tmp: Path) -> dict[str, float]:
     rows = []
     for conv in locomo.load(locomo.DATA):
         clock = SimClock(conv.turns[0].at)
@@ -192,7 +192,7 @@ def run_locomo(embedder: RecordVectors, tmp: Path) -> dict[str, float]:
     }
 
 
-def run_longmemeval(embedder: RecordVectors, tmp: Path) -> dict[str, float]:
+def run_longmemeval(embedder: ModeEmbedder, tmp: Path) -> dict[str, float]:
     longmemeval.SYSTEMS = ("chronomem default",)
     questions = json.loads(longmemeval.DATA.read_text())
     rows = longmemeval.run(questions, embedder, tmp)  # type: ignore[arg-type]
@@ -242,7 +242,7 @@ def main() -> int:
         late.get(texts, progress=True)
         late.save()
     for mode in modes:
-        embedder = RecordVectors(ModeEmbedder(inner, late, mode), set(texts))
+        embedder = ModeEmbedder(inner, late, mode, set(texts))
         with tempfile.TemporaryDirectory(prefix="chronomem-modes-") as tmp:
             run = run_locomo if args.bench == "locomo" else run_longmemeval
             result = {"bench": args.bench, "mode": mode, **run(embedder, Path(tmp))}
