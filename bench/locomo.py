@@ -332,8 +332,9 @@ def main() -> int:
     }
     header = [
         f"Command: `{command}` — revision {info['revision']}, {info['date']}, "
-        f"{info['cpu_count']} cores. Embeddings: all-MiniLM-L6-v2 (the same vectors for every "
-        f"system). Notes: {notes}.",
+        f"{info['cpu_count']} cores. Embeddings: all-MiniLM-L6-v2; the baselines rank the whole "
+        f"turns' vectors, chronomem's presets what the engine stored (Memory.open's default "
+        f'passages="derived"). Notes: {notes}.',
         "",
     ]
     write_results(

@@ -287,8 +287,9 @@ def main() -> int:
     command = " ".join(["python bench/longmemeval.py", *(f'--variant "{v}"' for v in args.variant)])
     header = [
         f"Command: `{command}` — revision {info['revision']}, {info['date']}, "
-        f"{info['cpu_count']} cores. Embeddings: all-MiniLM-L6-v2 (the same vectors for "
-        f"every system). Questions asked at the end of their day.",
+        f"{info['cpu_count']} cores. Embeddings: all-MiniLM-L6-v2; the baselines rank the whole "
+        f"turns' vectors, chronomem's presets what the engine stored (Memory.open's default "
+        f'passages="derived"). Questions asked at the end of their day.',
         "",
     ]
     write_results(
