@@ -103,8 +103,13 @@ def ask(
 
 
 def run(
-    questions: list[dict[str, Any]], embedder: CachedEmbedder, tmp: Path
+    questions: list[dict[str, Any]],
+    embedder: CachedEmbedder,
+    tmp: Path,
+    *,
+    passages_mode: bool | str = True,
 ) -> list[dict[str, Any]]:
+    """Every question's rows; the stores are opened with ``passages=passages_mode``."""
     rows = []
     db = tmp / "lme.db"
     texts = [
@@ -116,8 +121,9 @@ def run(
     for number, q in enumerate(questions):
         clock = SimClock(parse(q["haystack_dates"][0]))
         mem = Memory.open(
-            db, embedder=embedder, clock=clock, space=q["question_id"], synchronous="NORMAL"
-        )
+            db, embedder=embedder, clock=clock, space=q["question_id"], synchronous="NORMAL",
+            passages=passages_mode,
+        )  # fmt: skip
         evidence: set[str] = set()
         whole: dict[str, np.ndarray] = {}
         session_of: dict[str, int] = {}

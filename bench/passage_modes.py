@@ -41,10 +41,7 @@ import longmemeval
 from _late import LateChunker
 from _quality import CachedEmbedder, mean, metrics
 from chronomem import Memory, SimClock
-from chronomem.engine import handle
 from chronomem.text import passage_spans, passages
-
-handle.DEFAULT_PASSAGES = "sentences"  # the modes make the vectors; the engine asks for them all
 
 MODES = ("sentences", "none", "derived", "derived-first", "late", "late-prefix", "late-first",
          "late-tail")  # fmt: skip
@@ -160,8 +157,9 @@ def run_locomo(embedder: ModeEmbedder, tmp: Path) -> dict[str, float]:
     for conv in locomo.load(locomo.DATA):
         clock = SimClock(conv.turns[0].at)
         mem = Memory.open(
-            tmp / f"{conv.sample_id}.db", embedder=embedder, clock=clock, synchronous="NORMAL"
-        )
+            tmp / f"{conv.sample_id}.db", embedder=embedder, clock=clock, synchronous="NORMAL",
+            passages="sentences",
+        )  # fmt: skip
         vectors = embedder.embed([t.text for t in conv.turns])
         id_of = {}
         for turn, vector in zip(conv.turns, vectors, strict=True):
@@ -195,7 +193,8 @@ def run_locomo(embedder: ModeEmbedder, tmp: Path) -> dict[str, float]:
 def run_longmemeval(embedder: ModeEmbedder, tmp: Path) -> dict[str, float]:
     longmemeval.SYSTEMS = ("chronomem default",)
     questions = json.loads(longmemeval.DATA.read_text())
-    rows = longmemeval.run(questions, embedder, tmp)  # type: ignore[arg-type]
+    # the modes make the vectors: the engine asks for a record's and all its passages'
+    rows = longmemeval.run(questions, embedder, tmp, passages_mode="sentences")  # type: ignore[arg-type]
     s = longmemeval.summarise(rows)["chronomem default"]
     return {
         "lme KU newest first": s["knowledge-update"]["ku_newest_first"],
