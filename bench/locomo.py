@@ -150,18 +150,21 @@ def run_conversation(
     vectors = embedder.embed([t.text for t in conv.turns])
     embedder.embed([p for t in conv.turns for p in passages(t.text)])  # one batch, cached
     id_of: dict[str, str] = {}
+    whole: dict[str, np.ndarray] = {}
     for turn, vector in zip(conv.turns, vectors, strict=True):
         clock.set(turn.at)
-        result = mem.remember(turn.text, agent="memory", importance=5, embedding=vector)
+        # the engine embeds it as Memory.open's default does (passages="derived")
+        result = mem.remember(turn.text, agent="memory", importance=5)
         assert result.id is not None
         id_of[result.id] = turn.dia_id
+        whole[result.id] = vector
     asked = conv.last + timedelta(days=1)
     clock.set(asked)
-    # Baseline inputs from the same store: the record vectors, BM25 and access ages.
+    # Baseline inputs: the whole turns' vectors, the store's BM25 and access ages.
     with mem.store.snapshot():
         stored = list(mem.store.iter_records(mem.space))
     ids = [s.record.id for s in stored]
-    matrix = np.stack([s.embedding for s in stored]).astype(np.float32)
+    matrix = np.stack([whole[i] for i in ids]).astype(np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     hours = np.asarray([(asked - s.record.last_accessed_at).total_seconds() / 3600 for s in stored])
     questions = [q["question"] for q in conv.qa]
@@ -329,8 +332,9 @@ def main() -> int:
     }
     header = [
         f"Command: `{command}` — revision {info['revision']}, {info['date']}, "
-        f"{info['cpu_count']} cores. Embeddings: all-MiniLM-L6-v2 (the same vectors for every "
-        f"system). Notes: {notes}.",
+        f"{info['cpu_count']} cores. Embeddings: all-MiniLM-L6-v2; the baselines rank the whole "
+        f"turns' vectors, chronomem's presets what the engine stored (Memory.open's default "
+        f'passages="derived"). Notes: {notes}.',
         "",
     ]
     write_results(

@@ -3,9 +3,12 @@ speakers and passages."""
 
 from __future__ import annotations
 
+import itertools
+
 from chronomem.text import (
     asks_when_something_happened,
     index_terms,
+    passage_spans,
     passages,
     query_terms,
     refers_to_self,
@@ -71,6 +74,25 @@ def test_passages_past_the_limit_join_the_last_one() -> None:
     assert len(out) == 4
     rest = " ".join(f"Sentence number {i}." for i in range(4, 10))
     assert out[-1] == f"Sentence number 3. {rest}"
+
+
+def test_passage_spans_say_where_each_passage_lies() -> None:
+    for text in (
+        "user: I like tea. By the way, I have 3 cats!\nAnyway, thanks",
+        "Mr. Brown went home.   He slept.\n\n1. And then? Ok.",
+        "Alice: We met at noon.\nBob: Hello there. How are you today?",
+        " ".join(f"Sentence number {i}." for i in range(10)),
+    ):
+        for limit in (32, 4):
+            spans = passage_spans(text, limit=limit)
+            split = passages(text, limit=limit)
+            assert len(spans) == len(split) > 1
+            assert all(s0 < e0 <= s1 for (s0, e0), (s1, _) in itertools.pairwise(spans))
+            for (start, end), passage in zip(spans, split, strict=True):
+                assert passage.endswith(" ".join(text[start:end].split()))
+    assert passage_spans("user: one sentence only.") == []
+    text = "Mr. Brown went home. He slept."
+    assert [text[s:e] for s, e in passage_spans(text)] == ["Mr. Brown went home.", "He slept."]
 
 
 def test_first_person_queries_are_recognised() -> None:

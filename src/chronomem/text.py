@@ -22,6 +22,7 @@ __all__ = [
     "event_key",
     "index_terms",
     "normalise_text",
+    "passage_spans",
     "passages",
     "query_terms",
     "asks_when_something_happened",
@@ -120,22 +121,49 @@ def passages(text: str, *, limit: int = 32) -> list[str]:
     sentence: its own vector already is that sentence's. Past ``limit`` sentences, the rest form
     the last passage. A fragment under four characters ("Mr.", "1.") joins the next sentence."""
     match = _SPEAKER.match(text)
-    body = text if match is None else text[match.end() :]
-    parts: list[str] = []
-    carry = ""
-    for piece in _SENTENCE_END.split(body):
-        piece = f"{carry} {piece.strip()}".strip()
-        carry = piece if len(piece) < _MIN_PASSAGE_CHARS else ""
+    prefix = "" if match is None else text[: match.end()].strip() + " "
+    out = [" ".join(text[s:e] for s, e in part) for part in _passage_parts(text, limit)]
+    return [p if _SPEAKER.match(p) else prefix + p for p in out]
+
+
+def passage_spans(text: str, *, limit: int = 32) -> list[tuple[int, int]]:
+    """Where each of :func:`passages` lies in ``text``: the ``(start, end)`` character offsets
+    of its sentence(s), without the speaker prefix a passage repeats (in the same order; empty
+    when there are no passages)."""
+    return [(part[0][0], part[-1][1]) for part in _passage_parts(text, limit)]
+
+
+def _passage_parts(text: str, limit: int) -> list[list[tuple[int, int]]]:
+    """The passages of ``text`` as the character spans of the stripped sentence pieces each
+    joins (with single spaces): the one splitting behind :func:`passages` and
+    :func:`passage_spans`."""
+    match = _SPEAKER.match(text)
+    offset = 0 if match is None else match.end()
+    body = text[offset:]
+    pieces: list[tuple[int, int]] = []
+    start = 0
+    for gap in [*_SENTENCE_END.finditer(body), None]:
+        end = len(body) if gap is None else gap.start()
+        chunk = body[start:end]
+        lead = len(chunk) - len(chunk.lstrip())
+        pieces.append((offset + start + lead, offset + start + len(chunk.rstrip())))
+        if gap is not None:
+            start = gap.end()
+    parts: list[list[tuple[int, int]]] = []
+    carry: list[tuple[int, int]] = []
+    for s, e in pieces:
+        piece = [*carry, (s, e)] if e > s else carry
+        size = sum(b - a for a, b in piece) + len(piece) - 1
+        carry = piece if piece and size < _MIN_PASSAGE_CHARS else []
         if not carry and piece:
             parts.append(piece)
     if carry and parts:
-        parts[-1] = f"{parts[-1]} {carry}"
+        parts[-1] = parts[-1] + carry
     if len(parts) < 2:
         return []
     if len(parts) > limit:
-        parts = [*parts[: limit - 1], " ".join(parts[limit - 1 :])]
-    prefix = "" if match is None else text[: match.end()].strip() + " "
-    return [p if _SPEAKER.match(p) else prefix + p for p in parts]
+        parts = [*parts[: limit - 1], [span for part in parts[limit - 1 :] for span in part]]
+    return parts
 
 
 _WHEN_PAST = re.compile(

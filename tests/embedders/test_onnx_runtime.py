@@ -232,3 +232,17 @@ def test_a_record_with_its_passages_gets_the_vectors_it_gets_alone(
     together = onnx_default.embed(texts)
     alone = np.stack([onnx_default.embed([t])[0] for t in texts])
     np.testing.assert_allclose(together, alone, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_both_backends_say_where_the_model_stops_reading(  # type: ignore[no-untyped-def]
+    minilm, onnx_fp32: OnnxEmbedder
+) -> None:
+    long = TEXTS[8]  # 600 tokens: read up to the 254th
+    for model in (minilm, onnx_fp32):
+        read = model.read_lengths(TEXTS)
+        assert read == [*(len(t) for t in TEXTS[:8]), read[8], len(TEXTS[9])]
+        assert 0 < read[8] < len(long)
+        whole, cut, shorter = model.embed([long, long[: read[8]], long[: read[8] - 3]])
+        assert float(whole @ cut) == pytest.approx(1.0, abs=1e-5)  # the rest is never read
+        assert float(whole @ shorter) < 0.9999  # and the last token read counts

@@ -44,7 +44,7 @@ def dense(mem: Memory, query: str, text: str, **kwargs: object) -> float:
 def test_a_fact_said_in_passing_matches_through_its_passage(
     location: str | Path, clock: SimClock, tmp_path: Path
 ) -> None:
-    with Memory.open(location, embedder=embedder(), clock=clock) as mem:
+    with Memory.open(location, embedder=embedder(), clock=clock, passages="sentences") as mem:
         mem.remember(LONG)
         mem.remember("user: Dogs are fine.")
         assert dense(mem, "how many cats do I have?", LONG) == pytest.approx(1.0)
@@ -163,7 +163,7 @@ def test_an_embedder_returning_too_few_vectors_writes_nothing(
     from chronomem import EmbedderError
 
     with Memory.open(tmp_path / "e.db", embedder=_ShortEmbedder(VECTORS, dim=4), clock=clock) as m:
-        with pytest.raises(EmbedderError, match="3 texts"):
+        with pytest.raises(EmbedderError, match="2 texts"):  # its two passages (derived)
             m.remember(LONG)
         assert m.stats()["records"] == 0
 

@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from chronomem.errors import InvalidInputError
 
-__all__ = ["Embedder", "as_vector", "is_thread_safe"]
+__all__ = ["Embedder", "as_vector", "is_thread_safe", "read_lengths"]
 
 
 @runtime_checkable
@@ -41,6 +41,13 @@ def is_thread_safe(embedder: object) -> bool:
     """Whether ``embedder`` declares ``thread_safe = True``: it may be called from several
     threads at once (``None`` and embedders that do not say so: no)."""
     return getattr(embedder, "thread_safe", False) is True
+
+
+def read_lengths(embedder: object, texts: Sequence[str]) -> list[int]:
+    """How many characters of each text ``embedder`` reads: its ``read_lengths(texts)`` when it
+    has one (a model that truncates long texts says where it stops), else every character."""
+    method = getattr(embedder, "read_lengths", None)
+    return [len(t) for t in texts] if method is None else [int(n) for n in method(texts)]
 
 
 def as_vector(

@@ -233,5 +233,20 @@ class OnnxEmbedder:
             out[rows] = mean_pool(hidden, inputs["attention_mask"])
         return out
 
+    def read_lengths(self, texts: Sequence[str]) -> list[int]:
+        """How many characters of each text the model reads: up to the end of its last token
+        before the truncation at ``max_seq_length`` tokens (all of a shorter text)."""
+        if len(texts) == 0:
+            return []
+        self.prepare()
+        try:
+            encodings = self._tokenizer.encode_batch(list(texts))
+        except Exception as exc:  # a non-string among the texts
+            raise EmbedderError(f"cannot tokenize the texts: {exc}") from exc
+        return [
+            e.offsets[-2][1] if e.overflowing and len(e.ids) > 2 else len(t)
+            for t, e in zip(texts, encodings, strict=True)
+        ]
+
     def __repr__(self) -> str:
         return f"OnnxEmbedder({self._model_id!r})"

@@ -118,5 +118,24 @@ class SentenceTransformerEmbedder:
             raise EmbedderError(f"embedding failed: {exc}") from exc
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
+    def read_lengths(self, texts: Sequence[str]) -> list[int]:
+        """How many characters of each text the model reads: up to the end of its last token
+        before the truncation at ``max_seq_length`` tokens (all of a shorter text)."""
+        if len(texts) == 0:
+            return []
+        model = self._load()
+        keep = int(model.max_seq_length) - 2  # [CLS] and [SEP]
+        try:
+            offsets = model.tokenizer(
+                list(texts), add_special_tokens=False, truncation=True, max_length=keep + 1,
+                return_offsets_mapping=True,
+            )["offset_mapping"]  # fmt: skip
+        except Exception as exc:
+            raise EmbedderError(f"cannot tokenize the texts: {exc}") from exc
+        return [
+            int(o[keep - 1][1]) if len(o) > keep else len(t)
+            for t, o in zip(texts, offsets, strict=True)
+        ]
+
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder({self._model_id!r})"

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from chronomem.checks import require_text
 from chronomem.clock import Clock, SystemClock, require_aware
@@ -39,7 +39,14 @@ from chronomem.stores.base import EmbeddingMeta, MemoryStore
 from chronomem.writing.anchors import EmbeddingImportance
 from chronomem.writing.importance import HeuristicImportance, ImportanceScorer
 
-__all__ = ["Handle", "open_handle"]
+__all__ = ["DEFAULT_PASSAGES", "PASSAGE_MODES", "Handle", "PassageMode", "open_handle"]
+
+# How a record of several sentences is embedded (``Memory.open(passages=...)``): "sentences"
+# embeds the whole record and each sentence on its own; "derived" embeds each sentence the model
+# reads once and takes the record's vector as their length-weighted mean (docs/benchmarks.md).
+PassageMode = Literal["sentences", "derived"]
+PASSAGE_MODES: tuple[str, ...] = ("sentences", "derived")
+DEFAULT_PASSAGES: PassageMode = "derived"
 
 
 @dataclass(slots=True, kw_only=True, eq=False)
@@ -58,7 +65,7 @@ class Handle:
     importance: ImportanceScorer
     llm: LLMClient | None
     reflection: ReflectionConfig
-    passages: bool
+    passages: PassageMode | None  # None: no passages
     meta: EmbeddingMeta
     index: SpaceIndex
     meta_pending: bool = False
@@ -216,6 +223,19 @@ def _check_options(
             raise ConfigError(f"{name} must be true or false; got {value!r}")
 
 
+def _passage_mode(value: object) -> PassageMode | None:
+    """``Memory.open(passages=...)``: ``True`` is the default mode, ``False`` none."""
+    if value is True:
+        return DEFAULT_PASSAGES
+    if value is False:
+        return None
+    if isinstance(value, str) and value in PASSAGE_MODES:
+        return cast(PassageMode, value)
+    raise ConfigError(
+        f"passages must be true, false or one of {', '.join(PASSAGE_MODES)}; got {value!r}"
+    )
+
+
 def open_handle(
     location: str | os.PathLike[str] | MemoryStore,
     *,
@@ -228,7 +248,7 @@ def open_handle(
     importance: ImportanceScorer | None,
     llm: LLMClient | None,
     reflection: ReflectionConfig | None,
-    passages: bool,
+    passages: bool | str,
     create: bool,
     allow_missing_vectors: bool,
     index_snapshot: int | None,
@@ -242,9 +262,9 @@ def open_handle(
     _check_options(
         embedder=embedder, write_gate=write_gate, importance=importance, llm=llm,
         reflection=reflection,
-        flags={"create": create, "allow_missing_vectors": allow_missing_vectors,
-               "passages": passages},
+        flags={"create": create, "allow_missing_vectors": allow_missing_vectors},
     )  # fmt: skip
+    mode = _passage_mode(passages)
     for name, value in (("index_snapshot", index_snapshot), ("compact_vectors", compact_vectors)):
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, int) or value < 0
@@ -268,7 +288,7 @@ def open_handle(
             importance=importance or _default_importance(chosen),
             llm=llm,
             reflection=reflection or ReflectionConfig(),
-            passages=passages,
+            passages=mode,
             meta=meta,
             meta_pending=pending,
             allow_missing_vectors=allow_missing_vectors,

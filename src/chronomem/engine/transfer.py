@@ -92,7 +92,7 @@ def _vectors(
                 Problem(None, f"{len(given)} embeddings.json vectors unused: re-embedded ({model})")
             )
         texts = [r.text for r in records]
-        wholes, parts = write.embed_texts(h, texts, texts, progress=progress)
+        wholes, parts = write.embed_texts(h, texts, [True] * len(texts), progress=progress)
         return list(wholes), parts
     if h.meta.model is not None:
         # The file's vectors come from an unknown model: never mixed with this store's.

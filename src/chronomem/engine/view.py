@@ -78,7 +78,7 @@ class MemoryView:
         importance: ImportanceScorer | None = None,
         llm: LLMClient | None = None,
         reflection: ReflectionConfig | None = None,
-        passages: bool = True,
+        passages: bool | str = True,
         create: bool = True,
         allow_missing_vectors: bool = False,
         index_snapshot: int | None = DEFAULT_SNAPSHOT_RECORDS,
@@ -110,7 +110,14 @@ class MemoryView:
             passages: also embed each sentence of a record of several sentences, so a fact said
                 in passing in a long record matches a question about it (presets with
                 ``passages=True`` take the best of the record's and its passages' cosines).
-                ``False`` embeds each record once (faster writes).
+                ``True`` is ``"derived"``: each sentence the model reads (the first 256 tokens
+                of all-MiniLM-L6-v2) is embedded once and the record's vector is the mean of
+                theirs, each weighted by its length, instead of embedding the whole record
+                too (2.2x the write speed on long chat turns, and the quality benchmarks hold:
+                docs/benchmarks.md, "Passages that do not pay twice"). ``"sentences"``
+                embeds the whole record and every sentence (as before).
+                ``False`` embeds each record once, whole (the fastest writes). Vectors already
+                stored are never changed.
             create: create the store when the location holds none (the default, for
                 writers); ``False`` raises ``StoreError`` ("no chronomem store at ...")
                 instead — what a read-only caller wants, so a mistyped path creates nothing.

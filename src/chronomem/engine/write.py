@@ -14,7 +14,7 @@ import numpy as np
 from chronomem.arrays import F32
 from chronomem.checks import flag, positive_int, record_items
 from chronomem.clock import to_micros
-from chronomem.embedders.base import is_thread_safe
+from chronomem.embedders.base import is_thread_safe, read_lengths
 from chronomem.engine.handle import Handle
 from chronomem.errors import (
     ConfigError,
@@ -27,7 +27,7 @@ from chronomem.lifecycle.rules import plan_closures
 from chronomem.model.audit import AuditEntry
 from chronomem.model.record import EvidenceStatus, WriteResult
 from chronomem.stores.base import StoredRecord
-from chronomem.text import passages
+from chronomem.text import passage_spans, passages
 from chronomem.writing.anchors import EmbeddingImportance
 from chronomem.writing.drafts import REMEMBER_FIELDS, Draft, build_drafts
 from chronomem.writing.gate import find_duplicate, same_batch_duplicate
@@ -94,10 +94,9 @@ def embed_ahead(h: Handle, batch: list[dict[str, Any]], *, progress: bool) -> Ah
         or not (_reuses_vectors(h) or all(item.get("importance") is not None for item in batch))
     ):
         return None
-    asked = _asked(
-        h, [str(t) for t, item in zip(texts, batch, strict=True) if item.get("embedding") is None],
-        [str(t) for t in texts],
-    )  # fmt: skip
+    asked = _plan(
+        h, [str(t) for t in texts], [item.get("embedding") is None for item in batch], h.passages
+    )[0]
     if h.embedder is None or not asked:
         return None
     return Ahead(asked=asked, vectors=np.asarray(h.embedder.embed(asked, progress=progress)))
@@ -204,8 +203,8 @@ def _embed_missing(
     if h.embedder is not None:
         wholes, parts = embed_texts(
             h,
-            [drafts[i].record.text for i in missing],
             [d.record.text for d in drafts],
+            [d.embedding is None for d in drafts],
             progress=progress,
             ready=ready,
         )
@@ -225,19 +224,19 @@ def _embed_missing(
 def embed_texts(
     h: Handle,
     texts: list[str],
-    passages_of: list[str],
+    need: list[bool],
     *,
     progress: bool,
     with_passages: bool | None = None,
     ready: Ahead | None = None,
 ) -> tuple[F32, list[F32 | None]]:
-    """One batched embedder call for ``texts`` and, when passages are on, the passages of each
-    of ``passages_of`` (``None`` for a text of one sentence) — or the vectors ``ready`` made
-    for exactly these texts. The output is checked: one finite vector of the store's width per
-    text."""
-    wanted = h.passages if with_passages is None else with_passages
-    split = [passages(t) if wanted else [] for t in passages_of]
-    asked = texts + [p for ps in split for p in ps]
+    """One batched embedder call for the vectors of the ``texts`` that ``need`` one and, when
+    passages are on, the passages of each text (``None`` for a text of one sentence) — or the
+    vectors ``ready`` made for exactly these. With ``passages="derived"`` a text with passages
+    is not embedded whole: its vector is the length-weighted mean of its passages'. The output is
+    checked: one finite vector of the store's width per text asked."""
+    mode = h.passages if with_passages is None else (h.passages or "derived")
+    asked, split, derive = _plan(h, texts, need, mode)
     if h.embedder is None or not asked:
         return np.empty((0, h.meta.dim or 0), np.float32), [None] * len(split)
     if ready is not None and ready.asked == asked:
@@ -252,16 +251,54 @@ def embed_texts(
             f"dimension {dim}"
         )
     parts: list[F32 | None] = []
-    start = len(texts)
+    start = len(asked) - sum(len(ps) for ps in split)
     for ps in split:
         parts.append(vectors[start : start + len(ps)] if ps else None)
         start += len(ps)
-    return vectors[: len(texts)], parts
+    wholes = iter(vectors)
+    out = [
+        _mean_direction(part, text) if d and part is not None else next(wholes)
+        for text, n, d, part in zip(texts, need, derive, parts, strict=True)
+        if n
+    ]
+    return (np.stack(out) if out else np.empty((0, dim), np.float32)), parts
 
 
-def _asked(h: Handle, texts: list[str], passages_of: list[str]) -> list[str]:
-    """What :func:`embed_texts` asks the embedder for, in its order."""
-    return texts + [p for t in passages_of if h.passages for p in passages(t)]
+def _mean_direction(vectors: F32, text: str) -> F32:
+    """A record's vector from its passages' (the first ``len(vectors)`` of ``text``): the unit
+    vector along their mean, each weighted by its sentences' length in characters, as a whole
+    text's mean pooling weighs each token."""
+    weights = np.asarray([e - s for s, e in passage_spans(text)[: len(vectors)]], np.float64)
+    mean = weights @ vectors.astype(np.float64)
+    out: F32 = (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32)
+    return out
+
+
+def _plan(
+    h: Handle, texts: list[str], need: list[bool], mode: str | None
+) -> tuple[list[str], list[list[str]], list[bool]]:
+    """What :func:`embed_texts` asks the embedder for, in its order (the texts embedded whole,
+    then every passage), each text's passages, and which texts get their vector from their
+    passages (``"derived"``: those with passages)."""
+    split = [passages(t) for t in texts] if mode is not None else [[] for _ in texts]
+    if mode == "derived" and h.embedder is not None:
+        split = _read_passages(h, texts, split)
+    derive = [mode == "derived" and n and bool(ps) for n, ps in zip(need, split, strict=True)]
+    wholes = [t for t, n, d in zip(texts, need, derive, strict=True) if n and not d]
+    return wholes + [p for ps in split for p in ps], split, derive
+
+
+def _read_passages(h: Handle, texts: list[str], split: list[list[str]]) -> list[list[str]]:
+    """The passages of each text that start within what the model reads of it (all of them
+    for a text it reads whole); none where fewer than two are left."""
+    long = [i for i, ps in enumerate(split) if ps]
+    out = list(split)
+    for i, end in zip(long, read_lengths(h.embedder, [texts[i] for i in long]), strict=True):
+        if end < len(texts[i]):
+            spans = passage_spans(texts[i])
+            kept = [p for p, (s, _) in zip(split[i], spans, strict=True) if s < end]
+            out[i] = kept if len(kept) > 1 else []
+    return out
 
 
 def _backfill(
@@ -285,7 +322,7 @@ def embed_records(h: Handle, *, progress: bool, batch: int) -> int:
     done = 0
     for chunk in _backfill(h, "embed_records", batch, progress, lambda s: s.embedding is None):
         texts = [t for _, t in chunk]
-        wholes, parts = embed_texts(h, texts, texts, progress=progress)
+        wholes, parts = embed_texts(h, texts, [True] * len(texts), progress=progress)
         h.fix_dim(int(wholes.shape[1]))
         done += h.store.set_embeddings(
             h.space,
@@ -304,7 +341,9 @@ def embed_passages(h: Handle, *, progress: bool, batch: int) -> int:
         progress,
         lambda s: s.embedding is not None and s.passages is None and bool(passages(s.record.text)),
     ):
-        parts = embed_texts(h, [], [t for _, t in chunk], progress=progress, with_passages=True)[1]
+        texts = [t for _, t in chunk]
+        need = [False] * len(texts)  # their vectors stay as written
+        parts = embed_texts(h, texts, need, progress=progress, with_passages=True)[1]
         items = [(rid, p) for (rid, _), p in zip(chunk, parts, strict=True) if p is not None]
         h.store.set_passages(h.space, items)
         done += len(items)
