@@ -36,14 +36,28 @@ BASELINES = (
 
 class CachedEmbedder:
     """The real all-MiniLM-L6-v2, with vectors cached on disk by text so reruns are fast. It
-    reports the model's own id: the vectors are the model's."""
+    reports the model's own id: the vectors are the model's.
 
-    def __init__(self, threads: int = 1) -> None:
-        from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
+    ``backend``: ``"torch"`` (sentence-transformers; ``minilm.npz``) or ``"onnx"`` (the ONNX
+    backend's default model, mixed precision where this CPU keeps it within 0.999 of torch;
+    ``minilm-onnx.npz``): the quality benchmarks' ``--backend``."""
 
-        self._inner = SentenceTransformerEmbedder(num_threads=threads, batch_size=128)
+    def __init__(self, threads: int = 1, backend: str = "torch") -> None:
         CACHE.mkdir(exist_ok=True)
-        self._path = CACHE / "minilm.npz"
+        self._inner: Any
+        if backend == "torch":
+            from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
+
+            self._inner = SentenceTransformerEmbedder(num_threads=threads, batch_size=128)
+            self._path = CACHE / "minilm.npz"
+        elif backend == "onnx":
+            from chronomem.embedders.onnx_runtime import OnnxEmbedder
+
+            self._inner = OnnxEmbedder(num_threads=threads).prepare()
+            self._path = CACHE / f"minilm-onnx-{self._inner.model_file.stem}.npz"
+        else:
+            raise ValueError(f"backend: torch or onnx, not {backend!r}")
+        self.backend = backend if backend == "torch" else f"onnx ({self._inner.model_file.name})"
         self._vectors: dict[str, F32] = {}
         if self._path.exists():
             data = np.load(self._path)

@@ -291,6 +291,10 @@ def main() -> int:
         "--variant", action="append", default=[], metavar="NAME=SPEC",
         help="also run a ScoringConfig variant (see _quality.variant), reported as 'variant NAME'",
     )  # fmt: skip
+    parser.add_argument(
+        "--backend", choices=("torch", "onnx"), default="torch",
+        help="the embedding backend (onnx: results in %(prog)s_onnx.{md,json})",
+    )  # fmt: skip
     args = parser.parse_args()
     for item in args.variant:
         name, _, spec = item.partition("=")
@@ -298,7 +302,7 @@ def main() -> int:
     conversations = load(args.data)
     if args.only:
         conversations = [c for c in conversations if c.sample_id in args.only]
-    embedder = CachedEmbedder()
+    embedder = CachedEmbedder(backend=args.backend)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="chronomem-locomo-") as tmp:
@@ -323,7 +327,10 @@ def main() -> int:
     if args.only:
         return 0
     info = machine()
-    command = " ".join(["python bench/locomo.py", *(f'--variant "{v}"' for v in args.variant)])
+    command = " ".join(
+        ["python bench/locomo.py", *(f'--variant "{v}"' for v in args.variant)]
+        + ([] if args.backend == "torch" else ["--backend onnx"])
+    )
     notes = {
         "evidence ids dropped (name no turn)": sum(c.dropped_evidence for c in conversations),
         "questions without usable evidence (skipped)": sum(
@@ -332,13 +339,14 @@ def main() -> int:
     }
     header = [
         f"Command: `{command}` — revision {info['revision']}, {info['date']}, "
-        f"{info['cpu_count']} cores. Embeddings: all-MiniLM-L6-v2; the baselines rank the whole "
+        f"{info['cpu_count']} cores. Embeddings: all-MiniLM-L6-v2 "
+        f"on {embedder.backend}; the baselines rank the whole "
         f"turns' vectors, chronomem's presets what the engine stored (Memory.open's default "
         f'passages="derived"). Notes: {notes}.',
         "",
     ]
     write_results(
-        "locomo",
+        "locomo" if args.backend == "torch" else "locomo_onnx",
         {
             "command": command,
             "machine": info,

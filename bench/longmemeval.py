@@ -271,6 +271,10 @@ def main() -> int:
         "--variant", action="append", default=[], metavar="NAME=SPEC",
         help="also run a ScoringConfig variant (see _quality.variant), reported as 'variant NAME'",
     )  # fmt: skip
+    parser.add_argument(
+        "--backend", choices=("torch", "onnx"), default="torch",
+        help="the embedding backend (onnx: results in %(prog)s_onnx.{md,json})",
+    )  # fmt: skip
     args = parser.parse_args()
     for item in args.variant:
         name, _, spec = item.partition("=")
@@ -278,7 +282,7 @@ def main() -> int:
     questions = json.loads(args.data.read_text())
     if args.types:
         questions = [q for q in questions if q["question_type"] in args.types]
-    embedder = CachedEmbedder()
+    embedder = CachedEmbedder(backend=args.backend)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="chronomem-lme-") as tmp:
         rows = run(questions, embedder, Path(tmp))
@@ -290,16 +294,20 @@ def main() -> int:
     if args.types:
         return 0
     info = machine()
-    command = " ".join(["python bench/longmemeval.py", *(f'--variant "{v}"' for v in args.variant)])
+    command = " ".join(
+        ["python bench/longmemeval.py", *(f'--variant "{v}"' for v in args.variant)]
+        + ([] if args.backend == "torch" else ["--backend onnx"])
+    )
     header = [
         f"Command: `{command}` — revision {info['revision']}, {info['date']}, "
-        f"{info['cpu_count']} cores. Embeddings: all-MiniLM-L6-v2; the baselines rank the whole "
+        f"{info['cpu_count']} cores. Embeddings: all-MiniLM-L6-v2 "
+        f"on {embedder.backend}; the baselines rank the whole "
         f"turns' vectors, chronomem's presets what the engine stored (Memory.open's default "
         f'passages="derived"). Questions asked at the end of their day.',
         "",
     ]
     write_results(
-        "longmemeval",
+        "longmemeval" if args.backend == "torch" else "longmemeval_onnx",
         {"command": command, "machine": info, "summary": summary},
         lines[:2] + header + lines[2:],
     )
