@@ -9,7 +9,8 @@ turns (LoCoMo, then LongMemEval, with their real all-MiniLM-L6-v2 vectors) serve
    query with the same backend (``CHRONOMEM_EMBEDDER``, the one ``auto`` picks) on one thread —
    and again with the query vectors computed beforehand and passed on both sides
    (``query_embedding``), which leaves only the HTTP round trip, the JSON and the service's
-   scheduling in the difference; p50 each, and the difference.
+   scheduling in the difference; p50 each, and the difference. In two orders: one by one, and in
+   turns of 20 questions (see ``overhead``).
 2. **Load**: ``--clients`` concurrent asyncio clients for ``--seconds``, each sending recalls
    (80%) and remembers of new turns (20%); throughput, p50/p99 per verb, errors.
 3. **CLI**: ``chronomem remember`` through ``--server`` in a new process each time, p50 wall time,
@@ -53,6 +54,7 @@ from locomo import load
 from longmemeval import DATA as LONGMEMEVAL
 
 SPACE = "bench"
+TURN = 20  # questions per turn in the overhead's second order
 # The backend `auto` picks, named, so the engine measured here and the service run the same one.
 BACKEND = "onnx" if onnx_available() else "torch"
 ENV = {
@@ -130,8 +132,17 @@ def p(values: list[float], q: float) -> float:
 
 
 def overhead(location: str | Path, url: str, questions: list[str], n: int) -> dict[str, Any]:
-    """One question at a time: the engine here vs the service over HTTP, interleaved, on the
-    same embedding backend and thread count; then with precomputed query vectors on both."""
+    """The engine here vs the service over HTTP, on the same embedding backend and thread count;
+    then with precomputed query vectors on both. Two orders, the same questions:
+
+    - *one by one*: each question to the engine, then to the service. Each HTTP call then
+      follows a read of this process's own copy of the store's arrays, which has pushed the
+      service's out of the shared caches (2 × 1 MiB L2, 32 MiB L3 here): the cost of a service
+      sharing its machine with other work;
+    - *in turns of* :data:`TURN`: the engine answers a turn of questions, then the service the
+      same turn: a client calling the service again and again (an agent between its other work
+      on another machine, or on this one between model calls, sees something in between).
+    """
     out: dict[str, Any] = {}
     embedder = default_embedder(BACKEND, num_threads=1)
     asked = questions[:n]
@@ -142,21 +153,29 @@ def overhead(location: str | Path, url: str, questions: list[str], n: int) -> di
     ):
         mem.peek("warm up", k=1)
         for verb, given in (("peek", False), ("recall", False), ("peek", True), ("recall", True)):
-            engine, http = [], []
-            for question, vector in zip(asked, vectors, strict=True):
-                extra = {"query_embedding": vector} if given else {}
-                start = time.perf_counter()
-                getattr(mem, verb)(question, k=10, **extra)
-                engine.append(time.perf_counter() - start)
-                start = time.perf_counter()
-                getattr(client, verb)(question, k=10, **extra)
-                http.append(time.perf_counter() - start)
+            pairs = list(zip(asked, vectors, strict=True))
+            turns = [pairs[i : i + TURN] for i in range(0, len(pairs), TURN)]
+            timed: dict[str, dict[str, list[float]]] = {
+                order: {"engine": [], "http": []} for order in ("one by one", "turns")
+            }
+            for order, groups in (("one by one", [[x] for x in pairs]), ("turns", turns)):
+                for group in groups:
+                    for side, target in (("engine", mem), ("http", client)):
+                        for question, vector in group:
+                            extra = {"query_embedding": vector} if given else {}
+                            start = time.perf_counter()
+                            getattr(target, verb)(question, k=10, **extra)
+                            timed[order][side].append(time.perf_counter() - start)
+            one, turn = timed["one by one"], timed["turns"]
             out[f"{verb} (query vector)" if given else verb] = {
-                "engine_p50_ms": p(engine, 0.5),
-                "http_p50_ms": p(http, 0.5),
-                "overhead_p50_ms": p(http, 0.5) - p(engine, 0.5),
-                "engine_p99_ms": p(engine, 0.99),
-                "http_p99_ms": p(http, 0.99),
+                "engine_p50_ms": p(one["engine"], 0.5),
+                "http_p50_ms": p(one["http"], 0.5),
+                "overhead_p50_ms": p(one["http"], 0.5) - p(one["engine"], 0.5),
+                "engine_p99_ms": p(one["engine"], 0.99),
+                "http_p99_ms": p(one["http"], 0.99),
+                "turns_engine_p50_ms": p(turn["engine"], 0.5),
+                "turns_http_p50_ms": p(turn["http"], 0.5),
+                "turns_overhead_p50_ms": p(turn["http"], 0.5) - p(turn["engine"], 0.5),
             }
     return out
 
@@ -273,14 +292,21 @@ def main() -> int:
         "service and in the engine measured here; the service runs up to one model run per "
         "core at once (CHRONOMEM_TORCH_THREADS=1), queries first.",
         "",
-        "| store | verb | engine p50 ms | HTTP p50 ms | HTTP − engine ms |",
-        "|---|---|---:|---:|---:|",
+        "Overhead, one client: the same questions to the engine in this process and to the "
+        "service, one by one (each HTTP call after an engine read, whose arrays push the "
+        f"service's out of the shared caches) and in turns of {TURN} (the engine answers "
+        f"{TURN} questions, then the service the same {TURN}; p50 of each side).",
+        "",
+        "| store | verb | one by one: engine / HTTP p50 ms | HTTP − engine ms "
+        f"| in turns of {TURN}: engine / HTTP p50 ms | HTTP − engine ms |",
+        "|---|---|---:|---:|---:|---:|",
     ]
     for r in results:
         for verb, o in r["overhead"].items():
             lines.append(
-                f"| {r['store']} | {verb}, one client | {o['engine_p50_ms']:.2f} | "
-                f"{o['http_p50_ms']:.2f} | {o['overhead_p50_ms']:+.2f} |"
+                f"| {r['store']} | {verb} | {o['engine_p50_ms']:.2f} / {o['http_p50_ms']:.2f} | "
+                f"{o['overhead_p50_ms']:+.2f} | {o['turns_engine_p50_ms']:.2f} / "
+                f"{o['turns_http_p50_ms']:.2f} | {o['turns_overhead_p50_ms']:+.2f} |"
             )
     lines += [
         "",

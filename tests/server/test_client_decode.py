@@ -82,3 +82,27 @@ def test_dataclasses_enums_and_containers() -> None:
 def test_an_answer_of_the_wrong_shape_is_a_typed_error(kind: Any, value: Any) -> None:
     with pytest.raises(AnswerError):
         decode(kind, value)
+
+
+def test_arguments_travel_as_json_values_vectors_as_they_are() -> None:
+    import json
+
+    import numpy as np
+
+    from chronomem.client.wire import wire
+    from chronomem.model.record import Kind
+
+    vector = np.array([0.25, -1.5, 3.0], dtype=np.float32)
+    assert wire(vector) == [0.25, -1.5, 3.0]
+    assert wire(vector.tolist()) == [0.25, -1.5, 3.0]
+    assert wire((1, 2.5)) == [1, 2.5]
+    # Lists that are not plain numbers are converted item by item.
+    when = datetime(2025, 1, 2, 3, 4, tzinfo=UTC)
+    assert wire([when, Kind.REFLECTION, True, np.float32(0.5)]) == [
+        "2025-01-02T03:04:00+00:00",
+        "reflection",
+        True,
+        0.5,
+    ]
+    assert wire({"at": [when], "n": np.int64(3)}) == {"at": ["2025-01-02T03:04:00+00:00"], "n": 3}
+    json.dumps(wire([vector, vector.tolist()]))  # every result is JSON

@@ -58,6 +58,8 @@ def wire(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): wire(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
+        if all(type(v) is float or type(v) is int for v in value):  # a vector: as it is
+            return list(value)
         return [wire(v) for v in value]
     return value
 
