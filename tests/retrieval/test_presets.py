@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 
 import pytest
@@ -75,3 +76,39 @@ def test_code_compat_weights_are_the_codes(mem: Memory, clock: SimClock) -> None
     assert hit.score == pytest.approx(0.5 * b.recency + 3.0 * b.relevance + 2.0 * b.importance)
     assert b.relevance == pytest.approx(1.0)
     assert b.importance == pytest.approx(0.0)
+
+
+def test_code_compat_cosines_are_the_codes_on_the_stored_vectors(
+    mem: Memory, clock: SimClock
+) -> None:
+    """The compatibility preset's cosines are ``dot(a, b) / (norm(a) * norm(b))`` of the vectors
+    as stored and the query as given, to the last bit, after the first such read loaded them and
+    while writes, growth past the index's capacity and forgets follow."""
+    vectors = {}
+
+    def write(count: int) -> None:
+        for _ in range(count):
+            i = len(vectors)
+            vector = (i % 3 - 1, 2 * (i % 2), 1 + i % 4, -(i % 5), 3)
+            vectors[mem.remember(f"memory {i}", embedding=vector).id] = vector
+
+    def check(query: tuple[int, ...]) -> None:
+        hits = mem.peek("q", k=len(vectors), query_embedding=query, explain=True,
+                        preset="generative-agents-code")  # fmt: skip
+        assert len(hits) == len(vectors)
+        for hit in hits:
+            a = vectors[hit.record.id]
+            dot = sum(x * y for x, y in zip(a, query, strict=True))
+            norms = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in query))
+            assert hit.breakdown is not None
+            assert hit.breakdown.relevance_dense == dot / norms
+
+    write(5)
+    check((0, 0, 1, 1, 1))
+    write(20)  # past the index's initial capacity of 16
+    check((1, 2, 0, 0, 1))
+    for record_id in list(vectors)[3:9]:
+        mem.forget(record_id, "noise")
+        del vectors[record_id]
+    write(2)
+    check((0, 0, 1, 1, 1))

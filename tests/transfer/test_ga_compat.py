@@ -308,3 +308,33 @@ def test_scores_equal_in_the_codes_arithmetic_keep_the_codes_order(db_path: Path
         worst = _retrieve_and_compare(reference, mem, clock, calls, T0, ids,
                                       "generative-agents-code")  # fmt: skip
         assert worst < 1e-12
+
+
+def test_cosines_equal_in_the_codes_arithmetic_keep_the_codes_order(db_path: Path) -> None:
+    """Two events of one instant whose cosines to a focal point are equal in exact arithmetic:
+    the code's ``dot(a, b) / (norm(a) * norm(b))`` on the vectors as given makes them equal to
+    the last bit for (0, 0, 0, 1, 1) and an ulp apart for (0, 0, 1, 1, 1), and min-max
+    normalisation turns that into a relevance of 0.5 each, or of 1 and 0. Cosines to the
+    query's float32 unit vector rounded otherwise and swapped both orders (found by Hypothesis
+    in the saved-persona property)."""
+    events = (("cafe is open", (0, 0, 0, 0, 1)), ("party planning", (0, 2, 0, 1, 2)))
+    focal = ((0, 0, 0, 1, 1), (0, 0, 1, 1, 1))
+
+    def code() -> ReferenceMemory:
+        reference = ReferenceMemory()
+        for key, vector in events:
+            reference.add("event", T0, key, key, 1, vector)
+        return reference
+
+    scores = [{s.node.node_id: s.score for s in per} for per in code().retrieve(focal, T0)]
+    assert scores == [{"node_2": 3.0, "node_1": 2.5}, {"node_1": 4.0, "node_2": 1.5}]
+    reference, ids, clock = code(), {}, SimClock(T0)
+    with Memory.open(db_path, embedder=None, clock=clock) as mem:
+        for node_id, (key, vector) in zip(reference.nodes, events, strict=True):
+            ids[node_id] = mem.remember(key, agent="isabella", kind="observation",
+                                        importance=1, embedding=vector,
+                                        metadata={EMBEDDING_KEY: key}).id  # fmt: skip
+        calls = [Call(offset=0, focal=focal, k=None)]
+        worst = _retrieve_and_compare(reference, mem, clock, calls, T0, ids,
+                                      "generative-agents-code")  # fmt: skip
+        assert worst < 1e-12

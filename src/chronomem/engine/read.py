@@ -119,7 +119,8 @@ def recall_many(
     built = [
         Query(
             text=text,
-            vector=vector,
+            vector=None if vector is None else unit_vector(vector),
+            raw_vector=vector,
             agents=agents,
             k=config.default_k if options.k is None else options.k,
             as_of=at,
@@ -174,13 +175,13 @@ def log_accesses(
 def _query_vectors(
     h: Handle, texts: list[str], given: Sequence[Any] | None, config: ScoringConfig
 ) -> list[F32 | None]:
-    """Unit query vectors: the given ones, else the embedder's in one batch (``None`` when
-    relevance is lexical or there is no embedder)."""
+    """Query vectors, not yet normalised: the given ones, else the embedder's in one batch
+    (``None`` when relevance is lexical or there is no embedder)."""
     if given is not None:
         return [
-            None if g is None else unit_vector(as_vector(g, dim=h.meta.dim, name="query_embedding"))
+            None if g is None else as_vector(g, dim=h.meta.dim, name="query_embedding")
             for g in given
         ]
     if h.embedder is None or config.relevance is RelevanceMode.LEXICAL:
         return [None] * len(texts)
-    return [unit_vector(v) for v in h.embedder.embed(texts)]
+    return list(h.embedder.embed(texts))

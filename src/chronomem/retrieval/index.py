@@ -49,7 +49,8 @@ class AgentArrays:
     Embeddings are unit-normalised so a matrix-vector product is the cosine. Passage vectors sit
     in their own matrix (``pemb[: self.pn]``), each row naming the record row it belongs to
     (``powner``, ascending); a record's passages never change once it has them (a backfill only
-    adds them to records that had none).
+    adds them to records that had none). ``raw`` holds the vectors as stored, not normalised,
+    once a read with float64 cosines asked for them (:meth:`hold_raw`); it is then kept in step.
     """
 
     _I64_FIELDS = (
@@ -84,6 +85,7 @@ class AgentArrays:
         self.ids = np.empty(cap, dtype=_ID_DTYPE)
         self.emb: F32 | None = None if dim is None else np.zeros((cap, dim), dtype=np.float32)
         self.codes: Codes | None = None  # the int8 copy of emb, once a large read asked for it
+        self.raw: F32 | None = None
         self.pn = 0
         self.pemb: F32 | None = None
         self.powner: Rows = np.zeros(0, dtype=np.intp)
@@ -144,6 +146,10 @@ class AgentArrays:
             emb = np.zeros((new_cap, self.emb.shape[1]), dtype=np.float32)
             emb[: self.n] = self.emb[: self.n]
             self.emb = emb
+        if self.raw is not None:
+            raw = np.zeros((new_cap, self.raw.shape[1]), dtype=np.float32)
+            raw[: self.n] = self.raw[: self.n]
+            self.raw = raw
         if self.codes is not None:
             self.codes.grow(self.n, new_cap)
 
@@ -154,7 +160,7 @@ class AgentArrays:
             raise StoreError(f"embedding dimension changed from {self.dim} to {dim}")
         self.dim = dim
         self.emb = np.zeros((self.capacity, dim), dtype=np.float32)
-        self.codes = None
+        self.codes = self.raw = None
 
     def _write_rows(self, at: Rows, cols: RecordColumns, rows: Rows) -> None:
         self._bounds = None
@@ -165,6 +171,8 @@ class AgentArrays:
             self.set_dim(cols.embeddings.shape[1])
             assert self.emb is not None
             self.emb[at] = unit_rows(cols.embeddings[rows])
+            if self.raw is not None:
+                self.raw[at] = cols.embeddings[rows]
             if self.codes is not None:
                 self.codes.write(at, self.emb[at])
 
@@ -253,6 +261,10 @@ class AgentArrays:
             kept_emb = self.emb[: self.n][keep]
             self.emb[: kept_emb.shape[0]] = kept_emb
             self.emb[kept_emb.shape[0] : self.n] = 0.0
+        if self.raw is not None:
+            kept_raw = self.raw[: self.n][keep]
+            self.raw[: kept_raw.shape[0]] = kept_raw
+            self.raw[kept_raw.shape[0] : self.n] = 0.0
         if self.pemb is not None and self.pn:
             owners = self.powner[: self.pn]
             kept_passages = keep[owners]
@@ -277,6 +289,18 @@ class AgentArrays:
         if self.codes is None:
             self.codes = Codes.of(self.emb, self.n)
         return self.codes
+
+    def hold_raw(self, cols: RecordColumns) -> None:
+        """Keep the vectors as stored from ``cols``, every record of this agent (loaded in the
+        read's store snapshot, after this agent's rows were brought up to date)."""
+        assert self.dim is not None
+        raw = np.zeros((self.capacity, self.dim), dtype=np.float32)
+        if cols.embeddings is not None:
+            held = self.position
+            rows = [i for i, a in enumerate(cols.agents) if a == self.agent and cols.ids[i] in held]
+            at = np.fromiter((held[cols.ids[i]] for i in rows), np.intp, len(rows))
+            raw[at] = cols.embeddings[rows]
+        self.raw = raw
 
     # -- derived values, cached until the rows change ------------------------------------
     def bounds(self) -> Bounds:

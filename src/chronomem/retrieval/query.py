@@ -18,7 +18,10 @@ __all__ = ["Crisis", "Query"]
 class Query:
     """A validated read request.
 
-    ``vector`` is the unit-normalised query embedding, or ``None`` (lexical relevance only).
+    ``vector`` is the unit-normalised query embedding, or ``None`` (lexical relevance only);
+    ``raw_vector`` the same embedding before normalisation, as given or embedded (float64
+    cosines divide by its own norm, as the Generative Agents code does: see
+    :func:`chronomem.retrieval.relevance.similarities`).
     ``valid_at`` is the world-time instant for validity windows (default: ``as_of``).
     ``asker`` is who asks (a transcript speaker name): first-person queries refer to them.
     """
@@ -29,6 +32,7 @@ class Query:
     k: int
     as_of: datetime
     config: ScoringConfig
+    raw_vector: F32 | None = None
     kinds: frozenset[Kind] | None = None
     include_history: bool = False
     valid_at: datetime | None = None

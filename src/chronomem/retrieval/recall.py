@@ -331,7 +331,8 @@ def _compact_exact(
 def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[Hit]:
     """Run one read; returns at most ``q.k`` hits, best first. Never writes."""
     with store.snapshot():
-        cols = columns(index.arrays(q.agents))
+        raw = q.config.float64_cosines and q.vector is not None
+        cols = columns(index.arrays(q.agents, raw=raw))
         if cols.size == 0:
             return []
         mask = _visible(cols, q)
@@ -351,7 +352,7 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
         elif q.vector is not None:
             dense = similarities(
                 cols, q.vector, chosen, passages=q.config.passages,
-                float64=q.config.float64_cosines,
+                float64=q.raw_vector if q.config.float64_cosines else None,
             )  # fmt: skip
         else:
             dense = None

@@ -82,18 +82,18 @@ def similarities(
     chosen: Mask | None = None,
     *,
     passages: bool = False,
-    float64: bool = False,
+    float64: F32 | None = None,
 ) -> F64:
     """The query cosines, one product per agent. With ``passages``, a record's cosine is the
-    best of its own and its passages'. ``float64`` computes them in float64 from the stored
-    float32 vectors (the compatibility preset's exactness; a float32 product over 1536
-    dimensions is off by ~1e-7).
+    best of its own and its passages'. ``float64``, the query vector before normalisation,
+    computes them in float64 from it and the stored float32 vectors (the compatibility preset's
+    exactness; a float32 product over 1536 dimensions is off by ~1e-7).
 
     With ``chosen`` (pre-selected rows, never with passages over records that have them: see
     :func:`preselect`), only those rows' cosines are computed; the others are 0. A crisis
     read's record × event cosines are the causal boost's (``retrieval/crisis.py``)."""
-    if float64 and chosen is None:
-        dense = _float64_cosines(cols, vector)
+    if float64 is not None and chosen is None:
+        dense = _float64_cosines(cols, float64)
     else:
         dense = _record_similarities(cols, vector, chosen)
     if passages:
@@ -104,17 +104,19 @@ def similarities(
 
 
 def _float64_cosines(cols: Columns, vector: F32) -> F64:
-    """Cosines in float64 from the stored float32 rows, with the Generative Agents code's own
-    arithmetic (``dot(a, b) / (norm(a) * norm(b))``, unrounded): its stable sort orders scores
-    that are equal to the last bit, so any other rounding can swap them."""
+    """Cosines in float64 from the stored float32 rows and the query ``vector`` as given, with
+    the Generative Agents code's own arithmetic (``dot(a, b) / (norm(a) * norm(b))``,
+    unrounded): its stable sort orders scores that are equal to the last bit, and min-max
+    normalisation turns an ulp between two cosines into the whole range, so any other rounding
+    (a unit float32 query vector's included) can swap them."""
     query = vector.astype(np.float64)
     q_norm = float(np.linalg.norm(query))
     parts = []
     for a in cols.arrays:
-        if a.emb is None or a.dim != vector.shape[0]:
+        if a.raw is None or a.dim != vector.shape[0]:
             parts.append(np.zeros(a.n, dtype=np.float64))
             continue
-        rows = a.emb[: a.n].astype(np.float64)
+        rows = a.raw[: a.n].astype(np.float64)
         norms = np.linalg.norm(rows, axis=1) * q_norm
         parts.append(np.divide(rows @ query, norms, out=np.zeros(a.n), where=norms > 0))
     return parts[0] if len(parts) == 1 else np.concatenate(parts)

@@ -91,8 +91,10 @@ class SpaceIndex:
         for arrays in self._agents.values():
             arrays.set_dim(dim)
 
-    def arrays(self, agents: Sequence[str]) -> list[AgentArrays]:
-        """The synchronised arrays of ``agents`` (call inside the read's store snapshot)."""
+    def arrays(self, agents: Sequence[str], *, raw: bool = False) -> list[AgentArrays]:
+        """The synchronised arrays of ``agents`` (call inside the read's store snapshot); with
+        ``raw``, holding the vectors as stored too (:meth:`AgentArrays.hold_raw`: loaded from
+        the store on the first such read)."""
         if self._store.aborted_writes != self._aborted:
             # A write transaction rolled back since the last sync, which may have run inside it
             # and loaded rows that were never committed: start again from the store.
@@ -113,7 +115,13 @@ class SpaceIndex:
                 self._agents[agent] = AgentArrays(agent, self._dim)
             self._distribute(cols)
         self._seen_seq = seq
-        return [self._agents[a] for a in agents]
+        out = [self._agents[a] for a in agents]
+        unheld = [a for a in out if raw and a.raw is None and a.emb is not None]
+        if unheld:
+            cols = self._store.load_columns(self._space, [a.agent for a in unheld])
+            for arrays in unheld:
+                arrays.hold_raw(cols)
+        return out
 
     def _apply_changes(self) -> None:
         loaded = list(self._agents)
