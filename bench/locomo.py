@@ -355,7 +355,7 @@ def main() -> int:
         },
         lines[:2] + header + lines[2:],
     )
-    chart(summaries, RESULTS / "locomo.png")
+    chart(summaries, RESULTS / ("locomo.png" if args.backend == "torch" else "locomo_onnx.png"))
     return 0
 
 
