@@ -84,15 +84,20 @@ def build_crisis(
 
 
 def boost_rows(
-    cols: Columns, crisis: Crisis, rows: Rows | None = None, witness: tuple[F64, I64] | None = None
+    cols: Columns,
+    crisis: Crisis,
+    rows: Rows | None = None,
+    witness: tuple[F64, I64] | None = None,
+    keys: I64 | None = None,
 ) -> Boost:
     """The causal boost of every row of ``cols``, computed from the cosines of ``rows`` (every
-    row when ``None``) with the crisis's events; the other rows get their witness boost."""
+    row when ``None``) with the crisis's events; the other rows get their witness boost.
+    ``keys``: ``cols.derived("event_keys")``, when the caller has it already."""
     events = list(crisis.events)
     matrix = event_matrix(events) if events else None
     cosines = None if matrix is None else cols.products(rows, matrix)
     return causal_boost(
-        cosines, cols.derived("event_keys"), events,
+        cosines, cols.derived("event_keys") if keys is None else keys, events,
         threshold=crisis.threshold, full=crisis.full, rows=rows, witness=witness,
     )  # fmt: skip
 
@@ -110,7 +115,8 @@ def fuse_boost(
     boost (their final score is below the floor, and so is their exact one)."""
     c, config = scores.candidates, scores.config
     events = list(crisis.events)
-    witness = witness_boost(cols.derived("event_keys"), events)
+    keys = cols.derived("event_keys")  # 400 agents: one concatenation, not two
+    witness = witness_boost(keys, events)
     lower = witness[0]
     rows: Rows | None = None
     floor = -np.inf
@@ -125,6 +131,6 @@ def fuse_boost(
             rows = np.flatnonzero(high >= floor)
         else:  # fewer than k candidates: every one of them
             floor, rows = -np.inf, np.flatnonzero(scores.final > -np.inf)
-    boost = boost_rows(cols, crisis, rows, witness)
+    boost = boost_rows(cols, crisis, rows, witness, keys)
     final = fuse(scores.final, boost.value, config)
     return replace(scores, final=final, candidates=replace(c, boost=boost.value)), boost, floor
