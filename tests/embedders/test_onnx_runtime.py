@@ -236,10 +236,10 @@ def test_a_record_with_its_passages_gets_the_vectors_it_gets_alone(
 
 @pytest.mark.slow
 def test_both_backends_say_where_the_model_stops_reading(  # type: ignore[no-untyped-def]
-    minilm, onnx_fp32: OnnxEmbedder
+    minilm, onnx_default: OnnxEmbedder
 ) -> None:
     long = TEXTS[8]  # 600 tokens: read up to the 254th
-    for model in (minilm, onnx_fp32):
+    for model in (minilm, onnx_default):
         read = model.read_lengths(TEXTS)
         assert read == [*(len(t) for t in TEXTS[:8]), read[8], len(TEXTS[9])]
         assert 0 < read[8] < len(long)

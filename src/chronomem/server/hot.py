@@ -62,7 +62,9 @@ class HotReads:
         match = None
         if scope["type"] == "http" and scope["method"] == "POST":
             match = _PATH.fullmatch(scope["path"])
-        headers = dict(scope["headers"]) if match else {}
+        headers: dict[bytes, bytes] = {}
+        for name, value in scope["headers"] if match else ():
+            headers.setdefault(name, value)  # the first of a repeated header, as Starlette reads
         if match is None or not _is_json(headers.get(b"content-type", b"")):
             await self.app(scope, receive, send)
             return
