@@ -215,8 +215,8 @@ def run_question(
 _WORKER: dict[str, CachedEmbedder] = {}
 
 
-def _start_worker() -> None:
-    _WORKER["embedder"] = CachedEmbedder()
+def _start_worker(backend: str) -> None:
+    _WORKER["embedder"] = CachedEmbedder(backend=backend)
 
 
 def _run_task(
@@ -298,6 +298,10 @@ def main() -> int:
     parser.add_argument(
         "--out", help="results name in bench/results (default: haystack for a full run)"
     )
+    parser.add_argument(
+        "--backend", choices=("torch", "onnx"), default="torch",
+        help="the embedding backend (see _quality.CachedEmbedder)",
+    )  # fmt: skip
     args = parser.parse_args()
     everything = json.loads(args.data.read_text())
     questions = select(everything, args.per_type, args.seed)[: args.questions]
@@ -316,7 +320,7 @@ def main() -> int:
     started = time.perf_counter()
     spread = timedelta(days=args.spread_days)
     stacks = [haystack(q, pool, args.seed, spread) for q in questions]
-    embedder = CachedEmbedder()
+    embedder = CachedEmbedder(backend=args.backend)
     texts = [text_of(t) for stack in stacks for s in stack for t in s.turns]
     embedder.embed([q["question"] for q in questions] + texts, progress=True)
     embedder.embed([p for t in dict.fromkeys(texts) for p in passages(t)], progress=True)
@@ -329,7 +333,9 @@ def main() -> int:
             for number, (q, stack) in enumerate(zip(questions, stacks, strict=True))
         ]
         if args.jobs > 1:
-            with ProcessPoolExecutor(args.jobs, initializer=_start_worker) as pool_of_workers:
+            with ProcessPoolExecutor(
+                args.jobs, initializer=_start_worker, initargs=(args.backend,)
+            ) as pool_of_workers:
                 done = pool_of_workers.map(_run_task, tasks)
                 rows = [row for question_rows in done for row in question_rows]
         else:
@@ -356,7 +362,8 @@ def main() -> int:
     command = "python bench/haystack.py " + " ".join(sys.argv[1:])
     header = [
         f"Command: `{command.strip()}` — revision {info['revision']}, {info['date']}, "
-        f"{info['cpu_count']} cores (shared). Embeddings: all-MiniLM-L6-v2; the baselines rank "
+        f"{info['cpu_count']} cores (shared). Embeddings: all-MiniLM-L6-v2 on "
+        f"{embedder.backend}; the baselines rank "
         f"the whole turns' vectors, chronomem's presets what the engine stored (Memory.open's "
         'default passages="derived"). '
         f"Haystacks: {shape['questions']} questions, "
