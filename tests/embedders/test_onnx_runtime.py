@@ -63,9 +63,9 @@ def test_the_default_mixed_model_agrees_with_torch_on_every_text(
     # The mixed model runs where its integer products agree with torch on every probe; on a CPU
     # whose integer kernels do not (without VNNI, ORT's u8×s8 sums can saturate), the fp32 export.
     mixed = _mixed_manifest(onnx_default)
-    assert mixed["probe_min_cosine"] > 0.99
-    chosen = "model-mixed.onnx" if mixed["probe_min_cosine"] >= 0.999 else "model.onnx"
-    assert mixed["cached"] is (chosen == "model-mixed.onnx")
+    if "probe_min_cosine" in mixed:  # else it could not be built here (its "reason" says why)
+        assert mixed["cached"] is (mixed["probe_min_cosine"] >= 0.999)
+    chosen = "model-mixed.onnx" if mixed["cached"] else "model.onnx"
     assert onnx_default.model_file.name == chosen
     expected = minilm.embed(TEXTS)
     got = onnx_default.embed(TEXTS)
@@ -94,8 +94,8 @@ def test_the_mixed_model_quantises_all_but_the_ffn_output(onnx_default: OnnxEmbe
     mixed = _mixed_manifest(onnx_default)
     if not mixed["cached"]:
         pytest.skip(
-            f"this CPU's integer kernels put the mixed model at {mixed['probe_min_cosine']:.5f} "
-            "on a probe (under 0.999): the fp32 export runs, as the previous test checks"
+            f"the mixed model was not kept on this machine ({mixed}): the fp32 export runs, "
+            "as the previous test checks"
         )
     assert mixed["probe_min_cosine"] >= 0.999
     graph = onnx.load(str(onnx_default.model_file), load_external_data=False).graph
@@ -113,6 +113,26 @@ def _mixed_manifest(embedder: OnnxEmbedder) -> dict[str, Any]:
     """What the export recorded of the mixed model (its probe agreement, whether it was kept)."""
     manifest = json.loads((embedder.cache_folder / "export.json").read_text())
     return manifest["fp32"]["mixed"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.slow
+def test_a_mixed_model_that_cannot_be_built_leaves_the_fp32_export(
+    minilm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from chronomem.embedders import onnx_mixed
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise KeyError("a node this runtime does not name")
+
+    monkeypatch.setattr(onnx_mixed, "mix_precision", broken)
+    embedder = OnnxEmbedder(cache_dir=tmp_path, num_threads=1).prepare()
+    assert embedder.model_file.name == "model.onnx"
+    assert not (embedder.cache_folder / "model-mixed.onnx").exists()
+    mixed = _mixed_manifest(embedder)
+    assert mixed["cached"] is False
+    assert "KeyError" in mixed["reason"]
+    cosine = (minilm.embed(TEXTS) * embedder.embed(TEXTS)).sum(axis=1)
+    assert cosine.min() >= 0.99999
 
 
 def test_quantize_and_exact_exclude_each_other() -> None:

@@ -96,12 +96,13 @@ def _union(args: tuple[Any, ...]) -> Callable[[Any], Any]:
 def _dataclass(kind: type) -> Callable[[Any], Any]:
     hints = typing.get_type_hints(kind)
     wanted = [f.name for f in dataclasses.fields(kind) if f.init]
-    fields: list[tuple[str, Callable[[Any], Any]]] = []  # filled on first use: types may nest
+    fields: list[tuple[str, Callable[[Any], Any]]] | None = None  # on first use: types may nest
 
     def build(value: Any) -> Any:
+        nonlocal fields
         body = _expect(value, dict, kind)
-        if not fields:
-            fields.extend((n, _converter(hints[n])) for n in wanted)
+        if fields is None:  # built whole, then published in one step: threads share the reader
+            fields = [(n, _converter(hints[n])) for n in wanted]
         try:
             return kind(**{n: convert(body[n]) for n, convert in fields if n in body})
         except TypeError as exc:  # a required field missing

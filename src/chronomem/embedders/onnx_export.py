@@ -133,12 +133,16 @@ def export_onnx(
                     tmp, mixed, bert.config, expected, inputs, num_threads
                 )
             manifest["fused"] = _fuse(tmp, tmp, bert.config, multi_head=False)
-        except EmbedderError:
-            raise
         except Exception as exc:
+            if mixed is not None:
+                mixed.unlink(missing_ok=True)  # never a mixed model without its fp32 export
+            if isinstance(exc, EmbedderError):
+                raise
             raise EmbedderError(f"the ONNX export of {source} failed: {exc}") from exc
         agreement = _agreement(expected, tmp, inputs, num_threads)
         if agreement < MIN_AGREEMENT:
+            if mixed is not None:
+                mixed.unlink(missing_ok=True)  # never a mixed model without its fp32 export
             raise EmbedderError(
                 f"the ONNX export of {source} disagrees with torch (cosine "
                 f"{agreement:.6f} < {MIN_AGREEMENT}); it was not cached"
@@ -170,6 +174,8 @@ def _build_mixed(
         cached = agreement >= MIN_AGREEMENT
         if cached:
             os.replace(candidate, target)
+    except Exception as exc:  # an optional model: its failure must not cost the fp32 export
+        return {"cached": False, "reason": f"{type(exc).__name__}: {exc}"}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return {"cached": cached, "probe_min_cosine": agreement, **counts}

@@ -114,8 +114,10 @@ class MemoryView:
                 of all-MiniLM-L6-v2) is embedded once and the record's vector is the mean of
                 theirs, each weighted by its length, instead of embedding the whole record
                 too (2.2x the write speed on long chat turns, and the quality benchmarks hold:
-                docs/benchmarks.md, "Passages that do not pay twice"). ``"sentences"``
-                embeds the whole record and every sentence (as before).
+                docs/benchmarks.md, "Passages that do not pay twice"). Sentences past what the
+                model reads get no passage then: a fact said only there is found by words
+                (BM25), not by meaning. ``"sentences"`` embeds the whole record and every
+                sentence (as before), at 2.7x the model time on such turns.
                 ``False`` embeds each record once, whole (the fastest writes). Vectors already
                 stored are never changed.
             create: create the store when the location holds none (the default, for

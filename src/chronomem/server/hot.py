@@ -73,6 +73,8 @@ class HotReads:
         except HTTPException as exc:  # over the size limit (the _BodyLimit middleware)
             await send_document(send, problems.from_http(exc.status_code, str(exc.detail)))
             return
+        if content is None:  # the client left before its body arrived: nothing is read
+            return
         space, verb = match.groups()
         model, read = _VERBS[verb]
         try:
@@ -112,16 +114,17 @@ def _bearer(authorization: bytes | None) -> str | None:
     return credentials if scheme.lower() == "bearer" and credentials else None
 
 
-async def _body(receive: Receive) -> bytes:
+async def _body(receive: Receive) -> bytes | None:
+    """The whole request body, or ``None`` when the client disconnects first (a touching read
+    must not run for a client that is gone, as the framework's routes do not)."""
     chunks = []
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            break
+            return None
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
+            return b"".join(chunks)
 
 
 def _replay(content: bytes, then: Receive) -> Receive:

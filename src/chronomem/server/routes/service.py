@@ -54,7 +54,8 @@ def instant(text: str | None, name: str = "as_of") -> datetime | None:
 
 class Routes(APIRouter):
     """A router whose handlers return the engine's values and whose answers are written as JSON by
-    the worker thread that ran the verb, in the same trip.
+    the worker thread that ran the verb, in the same trip (by the event loop for the few
+    ``async`` handlers).
 
     FastAPI would run a plain handler in a worker thread, then validate its value against the
     return type in a second worker thread, then write it on the event loop: two thread hops and a
