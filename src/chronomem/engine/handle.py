@@ -14,7 +14,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 from chronomem.checks import require_text
 from chronomem.clock import Clock, SystemClock, require_aware
@@ -45,7 +45,7 @@ __all__ = ["DEFAULT_PASSAGES", "PASSAGE_MODES", "Handle", "PassageMode", "open_h
 # embeds the whole record and each sentence on its own; "derived" embeds each sentence the model
 # reads once and takes the record's vector as their length-weighted mean (docs/benchmarks.md).
 PassageMode = Literal["sentences", "derived"]
-PASSAGE_MODES: tuple[str, ...] = ("sentences", "derived")
+PASSAGE_MODES: tuple[str, ...] = get_args(PassageMode)
 DEFAULT_PASSAGES: PassageMode = "derived"
 
 

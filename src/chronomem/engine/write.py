@@ -74,10 +74,16 @@ def batch_items(
 @dataclass(frozen=True, slots=True)
 class Ahead:
     """Vectors made before the handle's lock (:func:`embed_ahead`) for the texts ``asked``, in
-    the order :func:`embed_texts` asks for them."""
+    the order :func:`embed_texts` asks for them, with the plan they came from (for ``texts``,
+    ``need`` and ``mode``: :func:`embed_texts` reuses it rather than split and tokenise again)."""
 
-    asked: list[str]
+    key: tuple[list[str], list[bool], str | None]
+    plan: tuple[list[str], list[list[str]], list[bool]]
     vectors: F32
+
+    @property
+    def asked(self) -> list[str]:
+        return self.plan[0]
 
 
 def embed_ahead(h: Handle, batch: list[dict[str, Any]], *, progress: bool) -> Ahead | None:
@@ -94,12 +100,12 @@ def embed_ahead(h: Handle, batch: list[dict[str, Any]], *, progress: bool) -> Ah
         or not (_reuses_vectors(h) or all(item.get("importance") is not None for item in batch))
     ):
         return None
-    asked = _plan(
-        h, [str(t) for t in texts], [item.get("embedding") is None for item in batch], h.passages
-    )[0]
-    if h.embedder is None or not asked:
+    key = ([str(t) for t in texts], [item.get("embedding") is None for item in batch], h.passages)
+    plan = _plan(h, *key)
+    if h.embedder is None or not plan[0]:
         return None
-    return Ahead(asked=asked, vectors=np.asarray(h.embedder.embed(asked, progress=progress)))
+    vectors = np.asarray(h.embedder.embed(plan[0], progress=progress))
+    return Ahead(key=key, plan=plan, vectors=vectors)
 
 
 def write(
@@ -236,7 +242,8 @@ def embed_texts(
     is not embedded whole: its vector is the length-weighted mean of its passages'. The output is
     checked: one finite vector of the store's width per text asked."""
     mode = h.passages if with_passages is None else (h.passages or "derived")
-    asked, split, derive = _plan(h, texts, need, mode)
+    planned = ready is not None and ready.key == (texts, need, mode)
+    asked, split, derive = ready.plan if ready and planned else _plan(h, texts, need, mode)
     if h.embedder is None or not asked:
         return np.empty((0, h.meta.dim or 0), np.float32), [None] * len(split)
     if ready is not None and ready.asked == asked:
