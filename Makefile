@@ -10,7 +10,7 @@ TORCH  := torch==2.13.0
 export CHRONOMEM_TORCH_THREADS ?= 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: demo test check lint docs-cli chromium screenshots reliability bench bench-speed bench-quality bench-full clean
+.PHONY: demo test check lint docs-cli system-tools screenshots reliability bench bench-speed bench-quality bench-full clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,24 +20,30 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(VENV)/bin/chronomem demo --db demo.chronomem.db --fresh
+	@echo
+	@echo "chronomem is installed in $(VENV): run '. $(VENV)/bin/activate' to use 'chronomem' from this shell"
+	@echo "(or call $(VENV)/bin/chronomem)."
 
-test: $(STAMP) chromium
+test: $(STAMP) system-tools
 	$(PY) -m pytest
 
 # The browser tests drive Debian's Chromium (Playwright's own download is not used); the
-# completion tests run zsh. Installed when missing and we are root (CI); elsewhere those tests
-# are skipped with a note.
-chromium:
-	@(command -v chromium && command -v zsh) >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || \
+# completion tests run zsh; the reliability suite runs the sqlite3 shell beside a live service.
+# Installed when missing and we are root (CI); elsewhere those tests are skipped with a note.
+system-tools:
+	@(command -v chromium && command -v zsh && command -v sqlite3) >/dev/null 2>&1 || \
+		[ "$$(id -u)" != 0 ] || \
 		(DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-		 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium zsh >/dev/null)
+		 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium zsh sqlite3 >/dev/null)
 	@command -v chromium >/dev/null 2>&1 || \
 		echo "note: no chromium (apt-get install chromium); the browser tests will be skipped"
 	@command -v zsh >/dev/null 2>&1 || \
 		echo "note: no zsh (apt-get install zsh); its completion test will be skipped"
+	@command -v sqlite3 >/dev/null 2>&1 || \
+		echo "note: no sqlite3 shell (apt-get install sqlite3); the reliability suite runs without it"
 
 # docs/img/ui-*.png, the web UI's pages on a small scene (docs/ui.md).
-screenshots: $(STAMP) chromium
+screenshots: $(STAMP) system-tools
 	$(PY) docs/screenshots.py
 
 # docs/cli.md's transcript: the test runs the small task from the CLI and rewrites the page

@@ -4,6 +4,9 @@ the test process (so a test can seed ids the way tests/stores/test_contract.py d
 from __future__ import annotations
 
 import asyncio
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -11,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import uvicorn
 
 from chronomem.client import AsyncClient, RemoteClock
@@ -76,3 +80,36 @@ class Blocking:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextmanager
+def serving_process(
+    db: str | Path, *flags: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """A real ``chronomem serve`` process (the console script of this environment) on a free
+    127.0.0.1 port, until the block ends: its root URL once ``/v1/health`` answers."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    command = [str(Path(sys.executable).parent / "chronomem"), "serve", "--db", str(db),
+               "--port", str(port), *flags]  # fmt: skip
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"serve did not start: {proc.stderr.read() if proc.stderr else ''}"
+                )
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)

@@ -10,22 +10,22 @@ space's ``change_seq`` so other processes' in-memory arrays can fetch exactly wh
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import sqlite3
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from chronomem.errors import ConfigError, StoreError
+from chronomem.stores import sqlite_connection
 from chronomem.stores.sql import Cursor, SQLStore, migrations
 from chronomem.stores.sqlite_schema import APPLICATION_ID, MIGRATIONS
 
 __all__ = ["APPLICATION_ID", "SQLiteStore"]
 
 
-_MAGIC = b"SQLite format 3\x00"
 _CHECKPOINT_WAIT_MS = 2000  # how long a purge waits for other processes' reads to end
 
 
@@ -60,36 +60,39 @@ class SQLiteStore(SQLStore):
         busy_timeout_s: float = 30,
         create: bool = True,
     ) -> None:
-        super().__init__()
-        if str(synchronous).upper() not in {"FULL", "NORMAL", "EXTRA"}:
+        chosen = str(synchronous).upper()
+        if chosen not in {"FULL", "NORMAL", "EXTRA"}:
             raise ConfigError(f"synchronous must be FULL, NORMAL or EXTRA; got {synchronous!r}")
         self.path = Path(path)
         self.location = str(self.path)
-        self._busy_timeout_ms = int(busy_timeout_s * 1000)
         in_memory = self.location == ":memory:"
         if not in_memory:
-            _check_file(self.path, create=create)
+            _check_path(self.path, create=create)
+        # Never a second descriptor on the file: SQLite reads the header, and every handle of
+        # this process shares one connection (stores/sqlite_connection.py).
+        wait_ms = int(busy_timeout_s * 1000)
+        self._shared = sqlite_connection.acquire(
+            self.path, create=create, synchronous=chosen, busy_timeout_ms=wait_ms
+        )
+        super().__init__(self._shared.state)
+        self._conn = self._shared.conn
         try:
-            target = self.location if in_memory else self.path.absolute().as_uri()
-            mode = "" if in_memory else ("?mode=rwc" if create else "?mode=rw")
-            self._conn = sqlite3.connect(
-                target + mode,
-                isolation_level=None,
-                check_same_thread=False,
-                timeout=busy_timeout_s,
-                uri=not in_memory,
-            )
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open SQLite store at {self.path}: {exc}") from exc
-        try:
-            self._prepare(synchronous.upper(), create=create, in_memory=in_memory)
-            self._migrate()
+            with self._lock:
+                self._prepare(chosen, wait_ms, create=create, in_memory=in_memory)
+                self._migrate()
         except BaseException:
-            self._conn.close()
+            sqlite_connection.release(self._shared)
             raise
 
-    def _prepare(self, synchronous: str, *, create: bool, in_memory: bool) -> None:
-        """Recognise the file, then set the connection up (WAL only when it is not yet)."""
+    @property
+    def _busy_timeout_ms(self) -> int:
+        return self._shared.busy_timeout_ms
+
+    def _prepare(self, synchronous: str, wait_ms: int, *, create: bool, in_memory: bool) -> None:
+        """Recognise the file through SQLite (its header: a file that is not SQLite fails the
+        first statement, and nothing is written to it), then set the connection up (WAL only
+        when it is not yet). On a connection another handle opened, the checks run again and the
+        settings only strengthen."""
         try:
             application_id = self._conn.execute("PRAGMA application_id").fetchone()[0]
             tables = [
@@ -112,6 +115,9 @@ class SQLiteStore(SQLStore):
             )
         if not tables and not create:
             raise StoreError(f"no chronomem store at {self.path} (an empty SQLite database)")
+        if self._shared.users > 1:
+            self._shared.strengthen(synchronous, wait_ms)
+            return
         try:
             journal = str(self._conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
             if journal != ("memory" if in_memory else "wal"):
@@ -157,21 +163,13 @@ class SQLiteStore(SQLStore):
         )
 
     def close(self) -> None:
-        """Close the connection; closing again does nothing."""
+        """Close this handle's use of the connection (the last user of the file in this process
+        closes it); closing again does nothing."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            try:
-                # Refreshing planner statistics is an optimisation, after writes only (a
-                # read-only handle writes nothing): when another process holds the write lock,
-                # skip it rather than fail the close.
-                if self._wrote:
-                    with contextlib.suppress(sqlite3.OperationalError):
-                        self._conn.execute("PRAGMA optimize")
-                self._conn.close()
-            except sqlite3.Error as exc:
-                raise StoreError(f"{self.path}: close failed: {exc}") from exc
+        sqlite_connection.release(self._shared, wrote=self._wrote)
 
     # -- the in-memory index's snapshots -----------------------------------------------------------
     def index_path(self, space: str) -> Path | None:
@@ -240,33 +238,30 @@ class SQLiteStore(SQLStore):
         )
 
 
-def _check_file(path: Path, *, create: bool) -> None:
-    """Refuse, before SQLite touches it, a path that cannot be a chronomem store: a missing
-    file when not creating, a directory, a file that is not SQLite or that another
-    application marked as its own (or a device, a pipe: nothing that is not a plain file)."""
-    if path.exists() and not path.is_dir() and not path.is_file():
-        raise StoreError(f"{path} is not a regular file, so not a chronomem store")
+def _check_path(path: Path, *, create: bool) -> None:
+    """Refuse, before SQLite opens it, a path that cannot be a chronomem store: a missing file
+    when not creating, a missing directory, a directory, a device or a pipe (anything that is
+    not a plain file). Only ``stat``: a descriptor opened and closed here would drop this
+    process's SQLite locks on the file (stores/sqlite_connection.py)."""
     try:
-        with path.open("rb") as fh:
-            header = fh.read(100)
+        st = path.stat()
     except FileNotFoundError:
         if not create:
             raise StoreError(
                 f"no chronomem store at {path} (nothing is created by a read; write to it "
-                f"first, or open with create=True)"
+                f"first: a write creates the store)"
             ) from None
         if not path.parent.is_dir():
             raise StoreError(
                 f"cannot create a store at {path}: directory {path.parent} does not exist"
             ) from None
         return
-    except IsADirectoryError:
-        raise StoreError(f"{path} is a directory, not a chronomem store") from None
     except OSError as exc:
         raise StoreError(f"cannot open {path}: {exc.strerror or exc}") from exc
-    if header and not header.startswith(_MAGIC):
-        raise StoreError(f"{path} is not a chronomem store (not a SQLite database)")
-    _check_application(path, int.from_bytes(header[68:72], "big", signed=True) if header else 0)
+    if stat.S_ISDIR(st.st_mode):
+        raise StoreError(f"{path} is a directory, not a chronomem store")
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(f"{path} is not a regular file, so not a chronomem store")
 
 
 def _check_application(path: Path, application_id: int) -> None:

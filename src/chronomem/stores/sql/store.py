@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,16 +50,27 @@ from chronomem.stores.sql import (
     review,
     service,
 )
+from chronomem.stores.sql import backend as sqlparts
 from chronomem.stores.sql.backend import Cursor
 from chronomem.stores.sql.migrations import Migration
 
-__all__ = ["SQLStore"]
+__all__ = ["SQLStore", "TransactionState"]
 
 _T = TypeVar("_T")
 
 
 def _first_line(exc: Exception) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+@dataclass(eq=False, slots=True)
+class TransactionState:
+    """A connection's lock and whether it is inside a transaction: shared by every store object
+    on one connection (``stores/sqlite_connection.py``), so a transaction of one holds the
+    others' statements until it ends, and a nested ``write()`` joins the open transaction."""
+
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    in_transaction: bool = False
 
 
 class SQLStore:
@@ -70,9 +82,9 @@ class SQLStore:
     _begin_write = "BEGIN"
     _begin_read = "BEGIN"
 
-    def __init__(self) -> None:
-        self._lock = threading.RLock()
-        self._in_transaction = False
+    def __init__(self, state: TransactionState | None = None) -> None:
+        self._state = state or TransactionState()
+        self._lock = self._state.lock
         self.aborted_writes = 0
         self._closed = False
         self._wrote = False  # this connection opened a write transaction
@@ -205,11 +217,11 @@ class SQLStore:
     @contextmanager
     def _transaction(self, begin: str, what: str) -> Iterator[None]:
         with self._lock:
-            if self._in_transaction:
+            if self._state.in_transaction:
                 yield
                 return
             self._begin(begin)
-            self._in_transaction = True
+            self._state.in_transaction = True
             try:
                 yield
             except BaseException as exc:
@@ -234,13 +246,18 @@ class SQLStore:
                         raise self._translate(exc, what) from exc
                     raise
             finally:
-                self._in_transaction = False
+                self._state.in_transaction = False
 
     @contextmanager
     def write(self) -> Iterator[None]:
         self._wrote = True
         with self._transaction(self._begin_write, "write"):
             yield
+
+    def lock_space(self, space: str) -> None:
+        # SQLite's BEGIN IMMEDIATE already holds the file's write lock; in PostgreSQL the row
+        # lock that advancing the space's change_seq takes serialises its writers.
+        sqlparts.bump(self, space)
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -252,7 +269,7 @@ class SQLStore:
         lost connection is re-established and the statement retried."""
         with self._lock:
             try:
-                if self._in_transaction:
+                if self._state.in_transaction:
                     return self._execute(sql, params).fetchall()
                 return self._retrying(lambda: self._execute(sql, params).fetchall(), "read")
             except Exception as exc:

@@ -1,0 +1,151 @@
+"""One SQLite connection per database file per process, shared by every store object on it.
+
+Why: POSIX advisory locks belong to a process and a file, not to a descriptor, and closing *any*
+descriptor of the file drops *all* of the process's locks on it (SQLite, "How To Corrupt An SQLite
+Database File", §2.2). A second descriptor on a live database — a header read with ``open()``, a
+second connection made by code that does not know the first — lets another process believe it is
+the last user: it checkpoints and deletes the write-ahead log under a connection still writing to
+it, and acknowledged writes vanish. So nothing here opens the database file except SQLite, and
+every handle of one file in one process (two spaces, a LangGraph store beside a retriever, the
+service's key table beside its spaces) goes through one connection, keyed by the file's device
+and inode (a symlink or another spelling of the path finds the same connection).
+
+The connection's :class:`~chronomem.stores.sql.store.TransactionState` is shared with it: a
+transaction of one handle holds the others' calls until it ends (SQLite serialises writers of a
+file anyway; in one process they now queue on a lock instead of spinning on ``busy_timeout``).
+Settings only ever strengthen: a handle asking ``synchronous=FULL`` of a connection opened with
+``NORMAL`` raises it for every handle, never the reverse.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from chronomem.errors import StoreError
+from chronomem.stores.sql.store import TransactionState
+
+__all__ = ["SharedConnection", "acquire", "release", "users"]
+
+# Durability levels in increasing strength; a shared connection takes the strongest asked.
+_SYNCHRONOUS = ("NORMAL", "FULL", "EXTRA")
+
+
+@dataclass(eq=False, slots=True)
+class SharedConnection:
+    """The process's connection to one database file and what its users share."""
+
+    conn: sqlite3.Connection
+    key: tuple[int, int] | None  # (st_dev, st_ino); None: a private ``:memory:`` database
+    synchronous: str
+    busy_timeout_ms: int
+    state: TransactionState = field(default_factory=TransactionState)
+    users: int = 1
+    wrote: bool = False  # a user opened a write transaction (``PRAGMA optimize`` at the end)
+    pid: int = field(default_factory=os.getpid)
+
+    def strengthen(self, synchronous: str, busy_timeout_ms: int) -> None:
+        """Apply a new user's settings where they are stronger (under ``state.lock``)."""
+        if _SYNCHRONOUS.index(synchronous) > _SYNCHRONOUS.index(self.synchronous):
+            self.conn.execute(f"PRAGMA synchronous={synchronous}")
+            self.synchronous = synchronous
+        if busy_timeout_ms > self.busy_timeout_ms:
+            self.conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+            self.busy_timeout_ms = busy_timeout_ms
+
+
+_open: dict[tuple[int, int], SharedConnection] = {}
+_registry = threading.Lock()
+
+
+def _forget_inherited() -> None:
+    # A forked child must not use its parent's connections (SQLite forbids it); dropping the
+    # entries without closing them leaves the parent's descriptors alone.
+    _open.clear()
+
+
+os.register_at_fork(after_in_child=_forget_inherited)
+
+
+def _key(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def acquire(
+    path: Path, *, create: bool, synchronous: str, busy_timeout_ms: int
+) -> SharedConnection:
+    """The process's connection to ``path``, made when there is none (``create``: SQLite may
+    create the file). The caller checks and prepares the database under ``state.lock`` and
+    calls :func:`release` when done, also after a failure."""
+    if str(path) == ":memory:":
+        return SharedConnection(
+            conn=_connect(":memory:", uri=False, timeout_ms=busy_timeout_ms, path=path),
+            key=None, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms,
+        )  # fmt: skip
+    with _registry:
+        key = _key(path)
+        found = None if key is None else _open.get(key)
+        if found is not None and found.pid == os.getpid():
+            found.users += 1
+            return found
+        target = path.absolute().as_uri() + ("?mode=rwc" if create else "?mode=rw")
+        conn = _connect(target, uri=True, timeout_ms=busy_timeout_ms, path=path)
+        key = _key(path)
+        if key is None:  # removed between the connect and the stat: nothing to share
+            conn.close()
+            raise StoreError(f"cannot open SQLite store at {path}: the file disappeared")
+        shared = SharedConnection(
+            conn=conn, key=key, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms
+        )
+        _open[key] = shared
+        return shared
+
+
+def release(shared: SharedConnection, *, wrote: bool = False) -> None:
+    """One user is done; the last one closes the connection (after ``PRAGMA optimize`` when
+    anyone wrote: refreshing planner statistics is an optimisation, skipped when another process
+    holds the write lock)."""
+    with _registry:
+        shared.wrote |= wrote
+        shared.users -= 1
+        if shared.users > 0:
+            return
+        if shared.key is not None and _open.get(shared.key) is shared:
+            del _open[shared.key]
+    with shared.state.lock:
+        try:
+            if shared.wrote:
+                with contextlib.suppress(sqlite3.OperationalError):
+                    shared.conn.execute("PRAGMA optimize")
+            shared.conn.close()
+        except sqlite3.Error as exc:
+            raise StoreError(f"close failed: {exc}") from exc
+
+
+def _connect(target: str, *, uri: bool, timeout_ms: int, path: Path) -> sqlite3.Connection:
+    try:
+        return sqlite3.connect(
+            target,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=timeout_ms / 1000,
+            uri=uri,
+        )
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open SQLite store at {path}: {exc}") from exc
+
+
+def users(path: Path) -> int:
+    """How many store objects of this process share ``path``'s connection (0: none open)."""
+    key = _key(path)
+    with _registry:
+        found = None if key is None else _open.get(key)
+        return 0 if found is None or found.pid != os.getpid() else found.users
