@@ -46,9 +46,12 @@ def test_review_proposes_every_category_and_changes_nothing(mem: Memory, clock: 
     assert dup.record_ids == (ids["lunch"], ids["lunch2"])
     [pushed] = _by("pushed-down", proposals)
     assert pushed.record_ids == (ids["bad"],)
-    assert pushed.figures == {"feedback": -1.0}
+    assert pushed.figures["feedback"] == -1.0
+    # stale too (an instruction idle 400 days), but one record is one decision: the most urgent
+    assert any(r.startswith("also not recalled or verified") for r in pushed.reasons)
     stale = {p.record_ids[0] for p in _by("stale", proposals)}
-    assert stale == {ids["old"], ids["new"], ids["bad"]}  # facts and instructions, 400 days idle
+    assert stale == {ids["old"], ids["new"]}  # facts and instructions, 400 days idle
+    assert len({p.record_ids for p in proposals}) == len(proposals)  # one proposal per record
     unused = {p.record_ids[0] for p in _by("unused", proposals)}
     assert ids["noise"] in unused
     assert all(p.reasons for p in proposals)
@@ -96,7 +99,7 @@ def test_a_rejection_is_remembered_until_the_records_change(mem: Memory, clock: 
     again = _by("pushed-down", mem.review())
     assert [p.record_ids for p in again] == [(ids["bad"],)]
     assert again[0].id != pushed.id
-    assert again[0].figures == {"feedback": -2.0}
+    assert again[0].figures["feedback"] == -2.0
 
 
 def test_an_approval_that_no_longer_applies_writes_nothing(mem: Memory, clock: SimClock) -> None:
@@ -165,3 +168,23 @@ def test_forgetting_a_record_drops_its_access_rows(mem: Memory, purge: bool) -> 
     mem.forget(gone, "personal data", purge=purge)
     assert mem.accesses(gone) == []
     assert [a.record_id for a in mem.accesses()] == [kept]
+
+
+def test_two_versions_of_a_fact_without_a_domain_are_proposed(mem: Memory, clock: SimClock) -> None:
+    old = mem.remember("the standup is at 9", kind="fact", embedding=unit(1, 0, 0)).id
+    clock.advance(days=3)
+    new = mem.remember("the standup is at 9:30", kind="fact", embedding=unit(1, 0.5, 0)).id
+    [version] = _by("unlinked-version", mem.review())
+    assert version.record_ids == (old, new)
+    assert "neither has a domain" in version.reasons[0]
+
+
+def test_a_verified_record_is_not_proposed_for_forgetting(mem: Memory, clock: SimClock) -> None:
+    rid = mem.remember("the backup key is in the red binder", kind="fact", embedding=unit(0, 1)).id
+    assert rid is not None
+    clock.advance(days=400)
+    [first] = [p for p in mem.review() if p.record_ids == (rid,)]
+    assert first.action.value == "verify"  # stale and never used: one proposal, verify first
+    assert any("never returned by a read" in r for r in first.reasons)
+    mem.approve(first.id, actor="ops")
+    assert [p for p in mem.review() if rid in p.record_ids] == []  # forget is not offered next

@@ -153,3 +153,39 @@ def test_supersession_is_time_correct(
                 assert seen == {old}
             else:
                 assert seen == {new}
+
+
+def test_a_replacement_keeps_what_it_does_not_set(mem: Memory, clock: SimClock) -> None:
+    """Tags, metadata, importance and sensitivity come from the old record unless given; a
+    personal fact corrected stays personal, so forgetting it still purges it."""
+    old = mem.remember(
+        "Ada's phone number is 555-0100", kind="fact", domain="ada.phone", importance=6,
+        tags=["contact", "ada"], metadata={"source": "call"}, sensitivity="personal",
+        embedding=NPM,
+    ).id  # fmt: skip
+    assert old is not None
+    clock.advance(timedelta(days=1))
+    new_id = mem.supersede(old, "Ada's phone number is 555-0199", embedding=PNPM).id
+    assert new_id is not None
+    new = mem.get(new_id)
+    assert (new.tags, dict(new.metadata), new.importance) == (
+        ("contact", "ada"), {"source": "call"}, 6,
+    )  # fmt: skip
+    assert (new.sensitivity.value, new.domain, new.kind.value) == ("personal", "ada.phone", "fact")
+    forgotten = mem.forget(new_id, "the user asked")
+    assert forgotten.purged
+    tagged = mem.remember("the wifi is slow", tags=["net"], metadata={"a": 1}, embedding=MAKE)
+    assert tagged.id is not None
+    cleared = mem.supersede(tagged.id, "the wifi is fast", tags=(), metadata={}, embedding=NPM)
+    assert cleared.id is not None
+    assert (mem.get(cleared.id).tags, dict(mem.get(cleared.id).metadata)) == ((), {})
+
+
+def test_a_replacement_of_several_takes_the_most_sensitive(mem: Memory) -> None:
+    a = mem.remember("the door code is 1234", kind="fact", sensitivity="secret", embedding=NPM)
+    b = mem.remember("the door is blue", kind="fact", embedding=MAKE)
+    assert a.id is not None
+    assert b.id is not None
+    new = mem.supersede([b.id, a.id], "the door is blue, code 4321", embedding=PNPM)
+    assert new.id is not None
+    assert mem.get(new.id).sensitivity.value == "secret"

@@ -12,7 +12,7 @@ from chronomem.clock import to_micros
 from chronomem.engine import write
 from chronomem.engine.handle import Handle
 from chronomem.errors import DependentsExistError
-from chronomem.lifecycle.rules import plan_closures, signal_value
+from chronomem.lifecycle.rules import inherited, plan_closures, signal_value
 from chronomem.model.audit import ForgetResult
 from chronomem.model.record import EvidenceStatus, Record, Sensitivity, WriteResult
 
@@ -28,11 +28,10 @@ def supersede(
     reason: str | None,
     actor: str | None,
 ) -> WriteResult:
-    """Store ``fields`` (remember's, with the text) as the replacement of ``old_ids``; agent,
-    kind and domain default to the first old record's."""
-    first = h.record(old_ids[0])
-    defaults = {"agent": first.agent, "kind": first.kind, "domain": first.domain}
-    item = {**defaults, **{k: v for k, v in fields.items() if v is not None}}
+    """Store ``fields`` (remember's, with the text) as the replacement of ``old_ids``; what they
+    leave unset (``None``) comes from the old records (``lifecycle.rules.inherited``)."""
+    olds = [h.record(i) for i in old_ids]
+    item = {**inherited(olds), **{k: v for k, v in fields.items() if v is not None}}
     item["supersedes"] = list(old_ids)
     return write.write(h, [item], now=now, actor=actor, reason=reason)[0]
 

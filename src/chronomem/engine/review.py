@@ -12,6 +12,7 @@ from datetime import datetime
 
 import numpy as np
 
+from chronomem.checks import shown
 from chronomem.clock import to_micros
 from chronomem.config import ReviewConfig
 from chronomem.engine import lifecycle
@@ -104,13 +105,13 @@ def review(
     for name in [agent] if agent is not None else h.store.agents(h.space):
         c = _agent_columns(h, name, at, reads)
         versions = rules.versions(c, config, config.limit)
-        batch = [
+        batch = rules.one_per_record([
             *rules.stale(c, at, h.preset.lifecycle, config.limit),
             *_forgettable(h, c, rules.unused(c, at, config, config.limit * 4), config.limit),
             *versions,
             *rules.duplicates(c, config, config.limit, {f.rows for f in versions}),
             *rules.pushed_down(c, config, config.limit),
-        ]
+        ])  # fmt: skip
         found += [(f, [c.ids[r] for r in f.rows]) for f in batch]
         found += _flagged(h, c, config.limit)
     wanted = sorted({i for _, ids in found for i in ids})
@@ -160,7 +161,7 @@ def _flagged(h: Handle, c: rules.Columns, limit: int) -> list[tuple[rules.Found,
 def _open(h: Handle, proposal_id: str) -> Proposal:
     found = h.store.proposals(h.space, ids=[proposal_id])
     if not found:
-        raise NotFoundError(f"no review proposal {proposal_id!r} in space {h.space!r}")
+        raise NotFoundError(f"no review proposal {shown(proposal_id)} in space {h.space!r}")
     if found[0].status is not ProposalStatus.OPEN:
         raise ConflictError(f"review proposal {proposal_id} is already {found[0].status.value}")
     return found[0]

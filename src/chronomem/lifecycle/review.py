@@ -14,7 +14,16 @@ from chronomem.arrays import F32, F64, I64, Mask
 from chronomem.config import LifecycleConfig, ReviewConfig
 from chronomem.model.review import ReviewAction
 
-__all__ = ["Columns", "Found", "duplicates", "pushed_down", "stale", "unused", "versions"]
+__all__ = [
+    "Columns",
+    "Found",
+    "duplicates",
+    "one_per_record",
+    "pushed_down",
+    "stale",
+    "unused",
+    "versions",
+]
 
 _DAY_US = 86_400_000_000
 
@@ -69,10 +78,15 @@ def stale(c: Columns, as_of_us: int, life: LifecycleConfig, limit: int) -> list[
 
 
 def unused(c: Columns, as_of_us: int, config: ReviewConfig, limit: int) -> list[Found]:
-    """Records no read ever returned, older than ``unused_after``: candidates to forget (the
-    engine keeps only those nothing depends on)."""
+    """Records no read ever returned and nobody verified, older than ``unused_after``:
+    candidates to forget (the engine keeps only those nothing depends on). A verified record is
+    one a person confirmed: never proposed for forgetting as unused."""
     age = as_of_us - c.recorded_at
-    never = (c.last_accessed_at <= c.recorded_at) & (c.reads == 0)
+    never = (
+        (c.last_accessed_at <= c.recorded_at)
+        & (c.last_verified_at <= c.recorded_at)
+        & (c.reads == 0)
+    )
     rows = np.flatnonzero(never & (age >= config.unused_after.total_seconds() * 1e6))
     rows = rows[np.argsort(c.recorded_at[rows], kind="stable")][:limit]
     out = []
@@ -102,20 +116,51 @@ def _newer_last(c: Columns, i: int, j: int) -> tuple[int, int]:
 
 
 def versions(c: Columns, config: ReviewConfig, limit: int) -> list[Found]:
-    """Open facts or instructions of one domain that say nearly the same thing with no
-    supersession between them: the newer is probably a new version of the older."""
+    """Open facts or instructions of one domain — or both without one — that say nearly the
+    same thing with no supersession between them: the newer is probably a new version of the
+    older."""
     if c.vectors is None:
         return []
     out = []
-    for domain in np.unique(c.domains[c.versioned & (c.domains != 0)]).tolist():
+    for domain in np.unique(c.domains[c.versioned]).tolist():
         rows = np.flatnonzero(c.versioned & (c.domains == domain))
+        where = "same domain" if domain != 0 else "neither has a domain"
         for i, j, cosine in _similar_pairs(c.vectors, rows, config.version_cosine):
             older, newer = _newer_last(c, i, j)
             out.append(Found(ReviewAction.SUPERSEDE, "unlinked-version", (older, newer),
-                             (f"same domain, cosine {cosine:.2f}, and no supersession between "
+                             (f"{where}, cosine {cosine:.2f}, and no supersession between "
                               "them: is the newer one a correction of the older?",),
                              {"cosine": round(cosine, 4)}))  # fmt: skip
     return out[:limit]
+
+
+# The single-record findings from the most urgent: close what misled, verify what went stale,
+# forget what nobody used.
+_URGENCY = ("pushed-down", "stale", "unused")
+
+
+def one_per_record(found: list[Found]) -> list[Found]:
+    """At most one single-record proposal per record: the most urgent finding's action, with
+    every finding's reasons (a record both stale and never used is one decision, not two).
+    Findings about several records are kept as they are."""
+    best: dict[int, Found] = {}
+    others: dict[int, list[Found]] = {}
+    out = []
+    for f in found:
+        if len(f.rows) != 1 or f.category not in _URGENCY:
+            out.append(f)
+            continue
+        row = f.rows[0]
+        others.setdefault(row, []).append(f)
+        kept = best.get(row)
+        if kept is None or _URGENCY.index(f.category) < _URGENCY.index(kept.category):
+            best[row] = f
+    for row, chosen in best.items():
+        also = [r for f in others[row] if f is not chosen for r in f.reasons]
+        figures = {k: v for f in others[row] for k, v in f.figures.items()}
+        out.append(Found(chosen.action, chosen.category, chosen.rows,
+                         (*chosen.reasons, *(f"also {r}" for r in also)), figures))  # fmt: skip
+    return out
 
 
 def duplicates(

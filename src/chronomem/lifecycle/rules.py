@@ -6,7 +6,8 @@
 - *Feedback* pushes a record down (or up) by a factor ``2 ** (strength * clamp(score, lo, hi))``
   where ``score`` is the sum of the ratings it received (helpful +1, harmful -1).
 - *Supersession* closes old records: ``superseded_by``, ``superseded_at`` and
-  ``valid_until = min(valid_until, successor's valid_from)``.
+  ``valid_until = min(valid_until, successor's valid_from)``; the replacement inherits what it
+  does not set (:func:`inherited`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -22,17 +24,39 @@ from chronomem.arrays import F64, I64
 from chronomem.config import LifecycleConfig
 from chronomem.errors import ConflictError, InvalidInputError
 from chronomem.model.audit import Closure
-from chronomem.model.record import Record, Status
+from chronomem.model.record import Record, Sensitivity, Status
 
 __all__ = [
     "Closure",
     "decay_factor",
     "feedback_factor",
+    "inherited",
     "plan_closures",
     "signal_value",
 ]
 
 _ONE_US = timedelta(microseconds=1)
+# From least to most sensitive: a replacement never becomes less sensitive than what it replaces.
+_SENSITIVITY = (Sensitivity.NORMAL, Sensitivity.PERSONAL, Sensitivity.SECRET)
+
+
+def inherited(olds: Sequence[Record]) -> dict[str, Any]:
+    """The fields a replacement takes from the records it supersedes when it does not set them:
+    the first old record's agent, kind, domain, importance, tags and metadata, and the most
+    sensitive of the old records' sensitivities — a ``personal`` fact corrected stays
+    ``personal``, so forgetting it still purges it. World time (``occurred_at``, the validity
+    window), evidence and the witnessed event describe the new statement and are not
+    inherited."""
+    first = olds[0]
+    return {
+        "agent": first.agent,
+        "kind": first.kind,
+        "domain": first.domain,
+        "importance": first.importance,
+        "tags": list(first.tags),
+        "metadata": dict(first.metadata),
+        "sensitivity": max((r.sensitivity for r in olds), key=_SENSITIVITY.index),
+    }
 
 
 def decay_factor(
