@@ -76,8 +76,9 @@ def remember_command(args: argparse.Namespace, cfg: Settings) -> int:
         cfg, create=True, allow_missing_vectors=args.allow_missing_vectors, writes=True
     ) as mem:
         result = mem.remember(
-            args.text, supersedes=args.supersedes or (), actor=cfg.actor, **record_fields(args)
-        )
+            args.text, supersedes=args.supersedes or (), replace=args.replace, actor=cfg.actor,
+            **record_fields(args),
+        )  # fmt: skip
     return _print_write(result, args.json)
 
 

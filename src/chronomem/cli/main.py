@@ -88,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", default="observation", choices=[k.value for k in Kind])
     record_fields(p)
     p.add_argument("--supersedes", action="append", help="id this record replaces (repeatable)")
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="with --domain: become the agent's one open record of exactly that domain (the "
+        "open ones are superseded in the same transaction)",
+    )
     p.add_argument("--sensitivity", default="normal", choices=[s.value for s in Sensitivity])
     p.set_defaults(func=commands.remember_command)
 

@@ -34,7 +34,7 @@ from chronomem.model.record import Hit, Kind, Record, Sensitivity, Status, Write
 from chronomem.model.reflection import ReflectionResult
 from chronomem.model.review import Access, Proposal
 from chronomem.model.transfer import ImportReport
-from chronomem.retrieval.options import ReadOptions
+from chronomem.retrieval.options import RankBy, ReadOptions
 
 __all__ = ["Call", "ClockReading"]  # and one function per verb
 
@@ -54,10 +54,13 @@ def remember(
     metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
     event_id: str | None = None, supersedes: Sequence[str] = (),
     sensitivity: Sensitivity | str = Sensitivity.NORMAL, embedding: Vector | None = None,
+    passage_embeddings: Sequence[Vector] | None = None, replace: bool = False,
     actor: str | None = None,
 ) -> Call[WriteResult]:  # fmt: skip
     """:meth:`chronomem.Memory.remember`. ``actor`` is the key's: the service audits as the key."""
-    body = given(**{k: v for k, v in locals().items() if k != "actor"})
+    body = given(**{k: v for k, v in locals().items() if k not in {"actor", "replace"}})
+    if replace:
+        body["replace"] = True
     return Call("POST", "/records", reader(WriteResult), body)
 
 
@@ -121,10 +124,10 @@ def supersede(
     actor: str | None = None, agent: str | None = None, kind: Kind | str | None = None,
     importance: float | None = None, occurred_at: datetime | None = None,
     valid_from: datetime | None = None, valid_until: datetime | None = None,
-    domain: str | None = None, tags: Sequence[str] = (),
+    domain: str | None = None, tags: Sequence[str] | None = None,
     metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
     event_id: str | None = None, sensitivity: Sensitivity | str | None = None,
-    embedding: Vector | None = None,
+    embedding: Vector | None = None, passage_embeddings: Sequence[Vector] | None = None,
 ) -> Call[WriteResult]:  # fmt: skip
     """:meth:`chronomem.Memory.supersede`. Several old records: the first is the path's, the
     others travel as ``supersedes`` of a ``remember``."""
@@ -180,7 +183,8 @@ def recall(
     query_embedding: Vector | None = None, explain: bool = False,
     kinds: Iterable[Kind | str] | None = None, include_history: bool = False,
     valid_at: datetime | None = None, preset: str | ScoringConfig | None = None,
-    crisis: str | None = None, asker: str | None = None, options: ReadOptions | None = None,
+    crisis: str | None = None, asker: str | None = None, dedup: bool = True,
+    rank_by: RankBy = "score", options: ReadOptions | None = None,
 ) -> Call[list[Hit]]:  # fmt: skip
     """:meth:`chronomem.Memory.recall`."""
     chosen = ReadOptions.from_arguments(locals())
@@ -197,7 +201,8 @@ def peek(
     explain: bool = False, kinds: Iterable[Kind | str] | None = None,
     include_history: bool = False, valid_at: datetime | None = None,
     preset: str | ScoringConfig | None = None, crisis: str | None = None,
-    asker: str | None = None, options: ReadOptions | None = None,
+    asker: str | None = None, dedup: bool = True, rank_by: RankBy = "score",
+    options: ReadOptions | None = None,
 ) -> Call[list[Hit]]:  # fmt: skip
     """:meth:`chronomem.Memory.peek`: never touches."""
     chosen = ReadOptions.from_arguments(locals())
@@ -212,7 +217,8 @@ def recall_many(
     explain: bool = False, kinds: Iterable[Kind | str] | None = None,
     include_history: bool = False, valid_at: datetime | None = None,
     preset: str | ScoringConfig | None = None, sequential: bool | None = None,
-    crisis: str | None = None, asker: str | None = None, options: ReadOptions | None = None,
+    crisis: str | None = None, asker: str | None = None, dedup: bool = True,
+    rank_by: RankBy = "score", options: ReadOptions | None = None,
 ) -> Call[list[list[Hit]]]:  # fmt: skip
     """:meth:`chronomem.Memory.recall_many`."""
     if isinstance(queries, str):

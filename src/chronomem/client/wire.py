@@ -90,4 +90,6 @@ def read_body(options: ReadOptions) -> dict[str, Any]:
         kinds=None if options.kinds is None else sorted(str(k) for k in options.kinds),
         include_history=options.include_history, valid_at=options.valid_at,
         preset=preset_name(options.preset), crisis=options.crisis, asker=options.asker,
+        dedup=None if options.dedup else False,
+        rank_by=None if options.rank_by == "score" else options.rank_by,
     )  # fmt: skip

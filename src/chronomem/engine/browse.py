@@ -9,12 +9,14 @@ from datetime import datetime
 
 import numpy as np
 
+from chronomem.arrays import Mask
 from chronomem.clock import to_micros
 from chronomem.engine.handle import Handle
 from chronomem.model.event import Event, EventKind
 from chronomem.model.record import Kind, Record, Status
-from chronomem.retrieval.columns import columns, visible
+from chronomem.retrieval.columns import Columns, columns, visible
 from chronomem.retrieval.index import domain_key
+from chronomem.text import normalise_text
 
 __all__ = ["events", "records"]
 
@@ -52,7 +54,7 @@ def records(
         keep = np.ones(cols.size, dtype=np.bool_) if mask is None else mask
         recorded = cols.cat("recorded_at")
         if domain is not None:
-            keep &= cols.derived("domain_keys") == domain_key(domain)
+            keep &= _same_domain(cols, keep, domain)
         if since is not None:
             keep &= recorded >= to_micros(since)
         if until is not None:
@@ -70,9 +72,21 @@ def records(
         rows = np.flatnonzero(keep)
         order = np.lexsort((ids[rows], -recorded[rows]))
         page = rows[order][offset : offset + limit]
-        found = h.store.get_records(h.space, [str(i) for i in ids[page]])
-    # A domain hash could in principle collide: the page keeps exact matches only.
-    return [r for r in found if domain is None or r.domain == domain]
+        return h.store.get_records(h.space, [str(i) for i in ids[page]])
+
+
+def _same_domain(cols: Columns, keep: Mask, domain: str) -> Mask:
+    """The rows whose domain is ``domain`` as the write gate compares domains (case and spacing
+    aside), decided before the page is cut: the hash selects, the text confirms (a hash could
+    in principle collide)."""
+    rows = np.flatnonzero(keep & (cols.derived("domain_keys") == domain_key(domain)))
+    parts = np.searchsorted(cols.offsets, rows, side="right") - 1
+    wanted = normalise_text(domain)
+    same = np.zeros(cols.size, dtype=np.bool_)
+    for row, part in zip(rows.tolist(), parts.tolist(), strict=True):
+        name = cols.arrays[part].domains[row - int(cols.offsets[part])]
+        same[row] = name is not None and normalise_text(name) == wanted
+    return same
 
 
 def events(

@@ -11,48 +11,45 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from chronomem.checks import (
     flag,
     id_list,
-    number_in,
     optional_instant,
     optional_text,
     path_value,
-    positive_duration,
     positive_int,
+    require_id,
     require_text,
-    to_enum,
 )
 from chronomem.config import ReflectionConfig, ScoringConfig
-from chronomem.context.block import ContextBlock, TokenCounter, approximate_tokens
-from chronomem.engine import core, graph, lifecycle, read, reflect, review, transfer, write
-from chronomem.engine.view import MemoryView, Vector
+from chronomem.engine import core, lifecycle, read, reflect, review, transfer, write
+from chronomem.engine.causal import CausalVerbs
+from chronomem.engine.view import Vector
 from chronomem.engine.write import record_fields
-from chronomem.errors import InvalidInputError
 from chronomem.llm.base import LLMClient
 from chronomem.model.audit import ForgetResult, ScrubResult
 from chronomem.model.core import DEFAULT_CORE_LIMIT, CoreBlock
-from chronomem.model.event import Event, EventKind, Link, Provenance
 from chronomem.model.record import Hit, Kind, Record, Sensitivity, WriteResult
 from chronomem.model.reflection import ReflectionResult
 from chronomem.model.review import Proposal
 from chronomem.model.transfer import ImportReport
-from chronomem.retrieval.options import ReadOptions
+from chronomem.retrieval.options import RankBy, ReadOptions
 from chronomem.transfer.generative_agents import GAImportReport
 
 __all__ = ["Memory"]
 
 
-class Memory(MemoryView):
+class Memory(CausalVerbs):
     """A memory engine over one store and one space.
 
     Open with :meth:`open`; use as a context manager or call :meth:`close`. Each public call holds
     an internal lock, so a handle may be shared between threads; several processes may open the
     same store. The read-only verbs (``peek``, ``get``, ``history``, ``audit``, ``ancestors``,
-    ``export``, ...) come from :class:`~chronomem.engine.view.MemoryView`.
+    ``export``, ...) come from :class:`~chronomem.engine.view.MemoryView`, the causal graph's
+    writes and context blocks from :class:`~chronomem.engine.causal.CausalVerbs`.
     """
 
     # -- writes (DESIGN §3) ---------------------------------------------------------------
@@ -64,6 +61,7 @@ class Memory(MemoryView):
         metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
         event_id: str | None = None, supersedes: Sequence[str] = (),
         sensitivity: Sensitivity | str = Sensitivity.NORMAL, embedding: Vector | None = None,
+        passage_embeddings: Sequence[Vector] | None = None, replace: bool = False,
         actor: str | None = None,
     ) -> WriteResult:  # fmt: skip
         """Store one record and return a :class:`WriteResult`.
@@ -71,10 +69,16 @@ class Memory(MemoryView):
         ``recorded_at`` and the first ``last_accessed_at`` are the clock's now; ``occurred_at``
         (world time) defaults to it. ``importance`` is 1..10; when omitted the configured scorer
         gives it. ``embedding`` supplies the vector instead of the embedder (with
-        ``embedder=None`` the first vector fixes the store's dimension). ``supersedes`` closes
-        the named open records in the same transaction (see :meth:`supersede`). A fact or
-        instruction nearly duplicating an open one of the same agent and domain is not stored
-        (``stored=False``, ``duplicate_of``) unless it supersedes something.
+        ``embedder=None`` the first vector fixes the store's dimension);
+        ``passage_embeddings`` adds vectors the record also matches by (one per passage: under
+        a preset with passages its cosine is the best of its own and these). ``supersedes``
+        closes the named open records in the same transaction (see :meth:`supersede`).
+        ``replace=True`` (with a ``domain``) makes the record the agent's one open record of
+        exactly that domain: the open ones are superseded in the same transaction — a keyed
+        write, as a key-value store's put; concurrent replacing writes of one domain serialise
+        (in every process) and leave exactly one open record. A fact or instruction nearly
+        duplicating an open one of the same agent and domain is not stored (``stored=False``,
+        ``duplicate_of``) unless it supersedes or replaces something.
 
         Raises:
             InvalidInputError: bad input; nothing is written.
@@ -130,15 +134,18 @@ class Memory(MemoryView):
         query_embedding: Vector | None = None, explain: bool = False,
         kinds: Iterable[Kind | str] | None = None, include_history: bool = False,
         valid_at: datetime | None = None, preset: str | ScoringConfig | None = None,
-        crisis: str | None = None, asker: str | None = None, options: ReadOptions | None = None,
+        crisis: str | None = None, asker: str | None = None, dedup: bool = True,
+        rank_by: RankBy = "score", options: ReadOptions | None = None,
     ) -> list[Hit]:  # fmt: skip
         """The top ``k`` records for ``query`` at ``as_of`` (default: now), best first (DESIGN
         §2; every option is documented on :class:`~chronomem.ReadOptions`, and ``options=``
         passes them as one value instead of the keywords).
 
         ``agent`` / ``agents``: whose memories (neither: every agent; multi-agent reads collapse
-        equal texts into one hit listing every holder). ``touch`` stamps ``last_accessed_at =
-        as_of`` on the returned records, durably, in this call; ``False`` is read-only.
+        equal texts into one hit listing every holder, unless ``dedup=False``). ``touch``
+        stamps ``last_accessed_at = as_of`` on the returned records, durably, in this call;
+        ``False`` is read-only. ``rank_by="similarity"`` orders hits by their raw cosine to the
+        query (:attr:`Hit.similarity`) instead of their score.
         ``query_embedding`` replaces the embedder's vector; ``crisis`` (an event id) lifts
         records tied to its causes (DESIGN §4). Hits show records as they were scored, before
         this call's touch; an empty candidate set returns ``[]``. ``k`` defaults to the preset's
@@ -154,7 +161,8 @@ class Memory(MemoryView):
         explain: bool = False, kinds: Iterable[Kind | str] | None = None,
         include_history: bool = False, valid_at: datetime | None = None,
         preset: str | ScoringConfig | None = None, sequential: bool | None = None,
-        crisis: str | None = None, asker: str | None = None, options: ReadOptions | None = None,
+        crisis: str | None = None, asker: str | None = None, dedup: bool = True,
+        rank_by: RankBy = "score", options: ReadOptions | None = None,
     ) -> list[list[Hit]]:  # fmt: skip
         """Answer a batch of queries (one list of hits per query, in order), embedded in one
         batch; the arguments are :meth:`recall`'s.
@@ -172,16 +180,19 @@ class Memory(MemoryView):
         actor: str | None = None, agent: str | None = None, kind: Kind | str | None = None,
         importance: float | None = None, occurred_at: datetime | None = None,
         valid_from: datetime | None = None, valid_until: datetime | None = None,
-        domain: str | None = None, tags: Sequence[str] = (),
+        domain: str | None = None, tags: Sequence[str] | None = None,
         metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
         event_id: str | None = None, sensitivity: Sensitivity | str | None = None,
-        embedding: Vector | None = None,
+        embedding: Vector | None = None, passage_embeddings: Sequence[Vector] | None = None,
     ) -> WriteResult:  # fmt: skip
         """Store ``text`` as the replacement of ``old_ids`` and close them, atomically: each
         old record is ``superseded`` by the new id at now, its world-time window ending where
         the new record's begins; it stays readable by id, in :meth:`history`, with
         ``include_history=True`` and at earlier ``as_of``. The new record takes
-        :meth:`remember`'s fields (agent, kind, domain default to the first old record's).
+        :meth:`remember`'s fields; those left ``None`` come from the old records: agent, kind,
+        domain, importance, tags and metadata from the first, and the most sensitive of their
+        sensitivities (a ``personal`` record corrected stays ``personal``). ``tags=()`` and
+        ``metadata={}`` clear them.
 
         Raises:
             NotFoundError: an old id does not exist. ConflictError: one is already closed.
@@ -261,122 +272,6 @@ class Memory(MemoryView):
             remains = h.store.scrub(full=True)
             return ScrubResult(scrubbed=remains is None, remains=remains)
 
-    # -- causal graph (DESIGN §4) ---------------------------------------------------------
-    def add_event(
-        self,
-        text: str,
-        *,
-        occurred_at: datetime | None = None,
-        kind: EventKind | str = EventKind.HAPPENING,
-        scope: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        embedding: Vector | None = None,
-    ) -> Event:
-        """Add a node to the space-wide causal graph (a crisis, decision, outcome, happening).
-
-        ``scope`` groups events (an institution, a district) for the scope fallback of crisis
-        reads. The event is embedded like a record (or takes ``embedding``), so records can be
-        associated with it by similarity.
-        """
-        text = require_text(text, "text")
-        chosen = to_enum(EventKind, kind, "kind")
-        scope = optional_text(scope, "scope")
-        occurred = optional_instant(occurred_at, "occurred_at")
-        with self._call() as h:
-            return graph.add_event(
-                h, text, now=h.now(), occurred_at=occurred, kind=chosen, scope=scope,
-                metadata=metadata, embedding=embedding,
-            )  # fmt: skip
-
-    def link(
-        self,
-        cause: str,
-        effect: str,
-        weight: float = 1.0,
-        provenance: Provenance | str = Provenance.EXPLICIT,
-        *,
-        similarity: float | None = None,
-    ) -> Link:
-        """Add the causal link ``cause -> effect`` with a weight in (0, 1] (how strong the
-        evidence is that the cause led to the effect). An explicit link replaces an inferred one
-        of the same pair; an inferred link never replaces an explicit one (the explicit link is
-        returned unchanged).
-
-        Raises:
-            NotFoundError: either event does not exist. InvalidInputError: a self-link, or a
-            weight outside (0, 1]. CauseAfterEffectError: the cause occurred after the effect
-            (simultaneous is allowed). CausalCycleError: the effect already leads to the cause,
-            so the link would close a cycle (``err.path``). Both name the two events
-            (``err.cause``, ``err.effect``); nothing is written.
-        """
-        chosen = to_enum(Provenance, provenance, "provenance")
-        weight = number_in(weight, "weight", 0.0, 1.0, low_open=True)
-        if similarity is not None:
-            similarity = number_in(similarity, "similarity", -1.0, 1.0)
-        with self._call() as h:
-            return graph.link(
-                h, cause, effect, now=h.now(), weight=weight, provenance=chosen,
-                similarity=similarity,
-            )  # fmt: skip
-
-    def unlink(self, cause: str, effect: str) -> bool:
-        """Remove the link ``cause -> effect``; returns whether there was one."""
-        cause, effect = require_text(cause, "cause"), require_text(effect, "effect")
-        with self._call() as h:
-            return h.store.delete_link(h.space, cause, effect)
-
-    def auto_link(
-        self, event_id: str, *, window: timedelta = timedelta(days=30),
-        threshold: float | None = None, weight_scale: float = 0.5,
-    ) -> list[Link]:  # fmt: skip
-        """Propose ``inferred`` links into ``event_id`` from events that occurred in the
-        ``window`` before it and whose cosine similarity to it is at or above ``threshold``
-        (default: the preset's per-embedder association threshold). The weight,
-        ``weight_scale × similarity`` (at most 0.5 by default), says how weak this evidence is
-        next to an explicit link. Never a self-link, never a link that would close a cycle;
-        existing explicit links are left alone. Returns the links written.
-
-        Raises:
-            ConfigError: the events have no vectors (open the store with an embedder).
-        """
-        window = positive_duration(window, "window")
-        weight_scale = number_in(weight_scale, "weight_scale", 0.0, 1.0, low_open=True)
-        if threshold is not None:
-            threshold = number_in(threshold, "threshold", -1.0, 1.0)
-        with self._call() as h:
-            return graph.auto_link(
-                h, event_id, now=h.now(), window=window, threshold=threshold,
-                weight_scale=weight_scale,
-            )  # fmt: skip
-
-    def context(
-        self, query: str | None = None, *, agent: str | None = None,
-        agents: Sequence[str] | None = None, crisis: str | None = None, k: int = 12,
-        budget_tokens: int | None = None, as_of: datetime | None = None, touch: bool = True,
-        preset: str | ScoringConfig | None = None,
-        count_tokens: TokenCounter = approximate_tokens,
-    ) -> ContextBlock:  # fmt: skip
-        """A prompt-ready block: the question, the ranked evidence (holders, date, importance,
-        id, lifecycle markers) and, with a ``crisis``, the causal chain from root to crisis with
-        link weights — as ``.text`` and as data.
-
-        ``budget_tokens`` caps the text (counted by ``count_tokens``): the lowest-ranked
-        evidence and the causes farthest from the crisis are dropped first, the proximate causes
-        last. With an empty ``query`` the crisis's text is the question. ``touch`` as in
-        :meth:`recall`.
-        """
-        if budget_tokens is not None:
-            positive_int(budget_tokens, "budget_tokens")
-        read.check_queries(["" if query is None else query], None, crisis=crisis is not None)
-        if not callable(count_tokens):
-            raise InvalidInputError("count_tokens must be callable", field="count_tokens")
-        options = ReadOptions.from_arguments(locals())
-        with self._call() as h:
-            return graph.context(
-                h, query, options, now=h.now(), budget_tokens=budget_tokens,
-                count_tokens=count_tokens,
-            )  # fmt: skip
-
     # -- core memory blocks (DESIGN §3) ------------------------------------------------------
     def core_append(
         self, agent: str, label: str, text: str, *, actor: str | None = None,
@@ -419,14 +314,14 @@ class Memory(MemoryView):
             records changed so it no longer applies (nothing is written).
         """
         with self._call() as h:
-            return review.approve(h, require_text(proposal_id, "proposal_id"), now=h.now(),
+            return review.approve(h, require_id(proposal_id, "proposal_id"), now=h.now(),
                                   actor=actor)  # fmt: skip
 
     def reject(self, proposal_id: str, reason: str, *, actor: str | None = None) -> Proposal:
         """Reject an open proposal, with the reason: it stays away until its records change."""
         reason = require_text(reason, "reason")
         with self._call() as h:
-            return review.reject(h, require_text(proposal_id, "proposal_id"), reason=reason,
+            return review.reject(h, require_id(proposal_id, "proposal_id"), reason=reason,
                                  now=h.now(), actor=actor)  # fmt: skip
 
     def set_access_log(self, on: bool) -> None:

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from chronomem.arrays import F32, unit_vector
-from chronomem.checks import check_text
+from chronomem.checks import MAX_QUERY_CHARS, check_text, shown
 from chronomem.clock import to_micros
 from chronomem.config import RelevanceMode, ScoringConfig, resolve_preset
 from chronomem.embedders.base import as_vector, is_thread_safe
@@ -71,6 +71,12 @@ def check_queries(
                 field="query",
             )
         check_text(text, "query")
+        if len(text) > MAX_QUERY_CHARS:
+            raise InvalidInputError(
+                f"query has {len(text):,} characters; at most {MAX_QUERY_CHARS:,} are accepted: "
+                f"{shown(text)}",
+                field="query",
+            )
     return texts, vectors
 
 
@@ -104,8 +110,8 @@ def recall_many(
         # recency at its best until then (docs/scoring.md, step 8).
         raise InvalidInputError(
             f"a touching read at as_of={at.isoformat()} is after the clock's now "
-            f"({now.isoformat()}) and would stamp last_accessed_at in the future; read with "
-            f"touch=False (peek), or advance the clock",
+            f"({now.isoformat()}) and would stamp last_accessed_at in the future; read without "
+            f"touching (peek; the CLI's --no-touch), or advance the clock",
             field="as_of",
         )
     crisis = None
@@ -131,6 +137,8 @@ def recall_many(
             explain=options.explain,
             crisis=crisis,
             asker=options.asker,
+            dedup=options.dedup,
+            by_similarity=options.rank_by == "similarity",
         )
         for text, vector in zip(texts, vectors, strict=True)
     ]

@@ -27,7 +27,9 @@ from chronomem.checks import (
     optional_text,
     path_value,
     positive_int,
+    require_id,
     require_text,
+    string_tuple,
     to_enum,
 )
 from chronomem.clock import Clock
@@ -40,10 +42,10 @@ from chronomem.llm.base import LLMClient
 from chronomem.model.audit import AuditEntry
 from chronomem.model.core import CoreBlock
 from chronomem.model.event import Ancestor, Event, EventKind, Link
-from chronomem.model.record import Hit, Kind, Record, Status
+from chronomem.model.record import Dependant, Hit, Kind, Record, Status
 from chronomem.model.review import Access, Proposal, ProposalStatus
 from chronomem.retrieval.compact import DEFAULT_COMPACT_RECORDS
-from chronomem.retrieval.options import ReadOptions
+from chronomem.retrieval.options import RankBy, ReadOptions
 from chronomem.retrieval.space import DEFAULT_SNAPSHOT_RECORDS
 from chronomem.stores.base import MemoryStore
 from chronomem.writing.importance import ImportanceScorer
@@ -194,10 +196,6 @@ class MemoryView:
         return self._h.embedder
 
     @property
-    def store(self) -> MemoryStore:
-        return self._h.store
-
-    @property
     def dim(self) -> int | None:
         """The vector length of this store (``None`` until the first vector)."""
         return self._h.meta.dim
@@ -218,6 +216,8 @@ class MemoryView:
         preset: str | ScoringConfig | None = None,
         crisis: str | None = None,
         asker: str | None = None,
+        dedup: bool = True,
+        rank_by: RankBy = "score",
         options: ReadOptions | None = None,
     ) -> list[Hit]:
         """:meth:`recall` that never touches: strictly read-only (``options.touch`` is
@@ -238,6 +238,27 @@ class MemoryView:
         """The record with this id, whatever its status. Raises :class:`NotFoundError`."""
         with self._call() as h:
             return h.record(record_id)
+
+    def get_many(self, record_ids: Sequence[str]) -> list[Record]:
+        """The records with these ids, whatever their status, in the order asked; an id with no
+        record (never written, or purged) is left out."""
+        ids = list(
+            dict.fromkeys(
+                require_id(i, "record_ids") for i in string_tuple(record_ids, "record_ids")
+            )
+        )
+        with self._call() as h:
+            return h.store.get_records(h.space, ids)
+
+    def dependants(self, record_id: str) -> list[Dependant]:
+        """What depends on the record, as :meth:`~chronomem.Memory.forget` weighs it: records
+        citing it as evidence and its neighbours in a supersession chain, each with how."""
+        with self._call() as h:
+            record = h.record(record_id)
+            return [
+                Dependant(record_id=i, relation=why)
+                for i, why in h.store.dependants(h.space, record.id)
+            ]
 
     def agents(self) -> list[str]:
         """Every agent holding records in this space, sorted."""
@@ -321,10 +342,11 @@ class MemoryView:
     ) -> list[Record]:  # fmt: skip
         """Browse without a query: the records a read at ``as_of`` (default now) would see —
         closed and superseded ones too with ``include_history`` — of these agents (default all),
-        kinds and ``domain``, recorded in ``[since, until)``, newest first, ``limit`` from
-        ``offset``. ``status`` keeps the records in that state at ``as_of`` (``open``: not yet
-        closed or superseded, whatever its validity window; ``closed``; ``superseded``) and
-        implies ``include_history``. Read-only."""
+        kinds and ``domain`` (compared as the write gate compares domains: case and spacing
+        aside), recorded in ``[since, until)``, newest first, ``limit`` from ``offset``.
+        ``status`` keeps the records in that state at ``as_of`` (``open``: not yet closed or
+        superseded, whatever its validity window; ``closed``; ``superseded``) and implies
+        ``include_history``. Read-only."""
         options = ReadOptions.from_arguments(
             {"agent": agent, "agents": agents, "kinds": kinds, "as_of": as_of}
         )

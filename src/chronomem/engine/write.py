@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from chronomem.arrays import F32
-from chronomem.checks import flag, positive_int, record_items
+from chronomem.checks import flag, positive_int, record_items, shown
 from chronomem.clock import to_micros
 from chronomem.embedders.base import is_thread_safe, read_lengths
 from chronomem.engine.handle import Handle
@@ -25,7 +25,9 @@ from chronomem.errors import (
 )
 from chronomem.lifecycle.rules import plan_closures
 from chronomem.model.audit import AuditEntry
-from chronomem.model.record import EvidenceStatus, WriteResult
+from chronomem.model.record import EvidenceStatus, Status, WriteResult
+from chronomem.retrieval.columns import columns
+from chronomem.retrieval.index import domain_key
 from chronomem.stores.base import StoredRecord
 from chronomem.text import passage_spans, passages
 from chronomem.writing.anchors import EmbeddingImportance
@@ -39,6 +41,7 @@ __all__ = [
     "embed_passages",
     "embed_records",
     "embed_texts",
+    "open_holders",
     "record_fields",
     "write",
 ]
@@ -138,7 +141,7 @@ def write(
     for event_id in witnessed:
         if event_id not in known:
             raise NotFoundError(
-                f"event {event_id!r} does not exist in space {h.space!r}", event_id=event_id
+                f"event {shown(event_id)} does not exist in space {h.space!r}", event_id=event_id
             )
     if h.embedder is None:
         without = [i for i, d in enumerate(drafts) if d.embedding is None]
@@ -219,7 +222,7 @@ def _embed_missing(
             record = replace(drafts[i].record, has_embedding=True)
             drafts[i] = replace(drafts[i], record=record, embedding=vector)
         for i, part in enumerate(parts):
-            if part is not None:
+            if part is not None and drafts[i].passages is None:  # the caller's stay
                 drafts[i] = replace(drafts[i], passages=part)
     given = [d.embedding for d in drafts if d.embedding is not None]
     if given:
@@ -357,11 +360,55 @@ def embed_passages(h: Handle, *, progress: bool, batch: int) -> int:
     return done
 
 
+def _replacing(h: Handle, drafts: list[Draft], *, now: datetime) -> list[Draft]:
+    """Inside the write transaction, after taking the space's write lock (so that concurrent
+    replacing writes of one domain serialise and exactly one open record remains): each draft
+    with ``replace`` supersedes the open records of its agent whose domain is exactly its own."""
+    if not any(d.replace for d in drafts):
+        return drafts
+    slots = [(d.record.agent, d.record.domain) for d in drafts if d.replace]
+    if len(slots) != len(set(slots)):
+        raise InvalidInputError(
+            "two items of one batch replace the same agent and domain", field="replace"
+        )
+    h.store.lock_space(h.space)
+    out = []
+    for d in drafts:
+        if d.replace:
+            assert d.record.domain is not None  # build_drafts refuses replace without a domain
+            holders = open_holders(h, d.record.agent, d.record.domain, now=now)
+            if holders:
+                named = tuple(dict.fromkeys((*d.supersedes, *holders)))
+                record = replace(
+                    d.record,
+                    supersedes=named,
+                    valid_from=d.record.valid_from or d.record.occurred_at,
+                )
+                d = replace(d, record=record, supersedes=named)
+        out.append(d)
+    return out
+
+
+def open_holders(h: Handle, agent: str, domain: str, *, now: datetime) -> list[str]:
+    """The ids of the agent's open records (not closed or superseded) whose domain is exactly
+    ``domain`` (case and spacing included), oldest first."""
+    arrays = h.index.arrays([agent])[0]
+    if arrays.n == 0:
+        return []
+    cols = columns([arrays])
+    rows = np.flatnonzero(
+        (cols.cat("superseded_at") > to_micros(now)) & (arrays.domain_keys() == domain_key(domain))
+    )
+    found = h.store.get_records(h.space, [str(i) for i in cols.cat("ids")[rows]])
+    return [r.id for r in found if r.domain == domain and r.status is Status.OPEN]
+
+
 def _store_drafts(
     h: Handle, drafts: list[Draft], *, now: datetime, actor: str | None, reason: str | None
 ) -> list[WriteResult]:
     """Inside a write transaction: close what the drafts supersede, apply the write gate, insert
     the rest, audit."""
+    drafts = _replacing(h, drafts, now=now)
     named = [old for d in drafts for old in d.supersedes]
     if len(named) != len(set(named)):
         raise ConflictError("a record is superseded twice in one batch")
@@ -373,7 +420,7 @@ def _store_drafts(
         missing = [i for i in d.supersedes if i not in old]
         if missing:
             raise NotFoundError(
-                f"cannot supersede {missing[0]!r}: no such record in space {h.space!r}",
+                f"cannot supersede {shown(missing[0])}: no such record in space {h.space!r}",
                 record_id=missing[0],
             )
         plans = plan_closures(
@@ -390,7 +437,7 @@ def _store_drafts(
     threshold = h.gate.threshold(h.meta.model)
     for d in drafts:
         duplicate = None
-        if not d.supersedes and d.record.kind in h.gate.kinds:
+        if not d.supersedes and not d.replace and d.record.kind in h.gate.kinds:
             earlier = [(a.record, a.embedding) for a in accepted if a.record.kind in h.gate.kinds]
             duplicate = same_batch_duplicate(
                 earlier, d.record, d.embedding, threshold

@@ -6,13 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
     "EMBEDDING_KEY",
     "INSTANT_FIELDS",
     "Breakdown",
     "CausalPart",
+    "Dependant",
     "EvidenceStatus",
     "Hit",
     "Kind",
@@ -312,20 +313,40 @@ class Breakdown:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Dependant:
+    """A record that depends on another: ``relation`` says how (:attr:`CITES`, "supersedes
+    it", "is superseded by it")."""
+
+    CITES: ClassVar[str] = "cites it as evidence"
+
+    record_id: str
+    relation: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"record_id": self.record_id, "relation": self.relation}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Hit:
     """One result of a read. ``holders`` lists every agent holding the same text (multi-agent
-    reads collapse duplicates into one hit); ``record_ids`` the matching record of each holder."""
+    reads collapse duplicates into one hit); ``record_ids`` the matching record of each holder.
+    ``similarity`` is the raw cosine of the query's vector and the record's (the best of its
+    passages' under a preset with passages), in [-1, 1] — the number vector stores call a score
+    and users threshold on; ``None`` when the read had no query vector or the record has none.
+    ``score`` is chronomem's final score, by which hits are ranked."""
 
     record: Record
     score: float
     breakdown: Breakdown | None = None
     holders: tuple[str, ...] = ()
     record_ids: tuple[str, ...] = ()
+    similarity: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "record": self.record.to_dict(),
             "score": self.score,
+            "similarity": self.similarity,
             "holders": list(self.holders),
             "record_ids": list(self.record_ids),
             "breakdown": None if self.breakdown is None else self.breakdown.to_dict(),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 from chronomem.checks import (
     flag,
@@ -23,7 +23,10 @@ from chronomem.config import ScoringConfig, resolve_preset
 from chronomem.errors import InvalidInputError
 from chronomem.model.record import Kind
 
-__all__ = ["ReadOptions"]
+__all__ = ["RANK_BY", "RankBy", "ReadOptions"]
+
+RankBy = Literal["score", "similarity"]
+RANK_BY: tuple[str, ...] = get_args(RankBy)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,6 +52,12 @@ class ReadOptions:
         asker: who asks, as a transcript speaker name.
         sequential: ``recall_many`` touches after each query (``None``: the preset's choice).
         actor: who reads, for the space's access log (when it is on).
+        dedup: a multi-agent read collapses records of equal text into one hit listing every
+            holder (DESIGN §2 step 8); ``False`` returns each record as its own hit.
+        rank_by: ``"score"`` (chronomem's final score, DESIGN §2 step 7) or ``"similarity"``
+            (the raw cosine of query and record, :attr:`~chronomem.model.Hit.similarity`, as
+            vector stores order results; records without a vector after the others, by
+            score). Scores are the same either way.
     """
 
     agents: Sequence[str] | None = None
@@ -64,6 +73,8 @@ class ReadOptions:
     asker: str | None = None
     sequential: bool | None = None
     actor: str | None = None
+    dedup: bool = True
+    rank_by: RankBy = "score"
 
     def __post_init__(self) -> None:
         put = object.__setattr__
@@ -73,7 +84,7 @@ class ReadOptions:
             put(self, "k", positive_int(self.k, "k"))
         put(self, "as_of", optional_instant(self.as_of, "as_of"))
         put(self, "valid_at", optional_instant(self.valid_at, "valid_at"))
-        for name in ("touch", "explain", "include_history"):
+        for name in ("touch", "explain", "include_history", "dedup"):
             flag(getattr(self, name), name)
         if self.sequential is not None:
             flag(self.sequential, "sequential")
@@ -86,6 +97,11 @@ class ReadOptions:
         put(self, "crisis", optional_text(self.crisis, "crisis"))
         put(self, "asker", optional_text(self.asker, "asker"))
         put(self, "actor", optional_text(self.actor, "actor"))
+        if self.rank_by not in RANK_BY:
+            raise InvalidInputError(
+                f"rank_by must be one of {', '.join(RANK_BY)}; got {self.rank_by!r}",
+                field="rank_by",
+            )
 
     @classmethod
     def from_arguments(cls, arguments: Mapping[str, Any]) -> ReadOptions:

@@ -39,6 +39,8 @@ class Query:
     explain: bool = False
     crisis: Crisis | None = None
     asker: str | None = None
+    dedup: bool = True
+    by_similarity: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

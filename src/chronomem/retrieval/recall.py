@@ -107,11 +107,18 @@ def _lifecycle(cols: Columns, q: Query, when: TimeCue | None) -> _Factors:
 
 
 def _select(
-    scores: Scores, cols: Columns, ids: npt.NDArray[np.str_], recorded_at: I64, k: int
+    scores: Scores,
+    cols: Columns,
+    ids: npt.NDArray[np.str_],
+    recorded_at: I64,
+    k: int,
+    *,
+    dedup: bool = True,
 ) -> list[Rows]:
-    """Ranked row groups: one group per hit. Multi-agent reads collapse equal texts (step 8)."""
+    """Ranked row groups: one group per hit. Multi-agent reads collapse equal texts (step 8)
+    unless ``dedup`` is off."""
     positions = scores.positions
-    if len(cols.arrays) == 1:
+    if len(cols.arrays) == 1 or not dedup:
         return [
             np.asarray([p]) for p in rank(scores.final, recorded_at, ids, k, positions=positions)
         ]
@@ -310,6 +317,7 @@ def _compact_exact(
     c = q.config
     if (
         index.compact_records is None
+        or q.by_similarity
         or len(cols.arrays) != 1
         or a.n < index.compact_records
         or vector is None
@@ -386,14 +394,16 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
         if q.crisis is not None:  # exact from `floor` up: the top k and every row above it
             scores, boost, floor = fuse_boost(episodic, cols, q.crisis, q.k)
         scores, versions = _versions(scores, cols, ids, recorded_at, q, when)
-        groups = _select(scores, cols, ids, recorded_at, q.k)
+        ranking = _by_similarity(scores, cols, dense, chosen) if q.by_similarity else scores
+        groups = _select(ranking, cols, ids, recorded_at, q.k, dedup=q.dedup)
         if q.crisis is not None and any(scores.final[g[0]] < floor for g in groups):
             # merged duplicates took the hits past the exact rows: fuse every row's boost
             scores, boost, _ = fuse_boost(episodic, cols, q.crisis, cols.size)
-            groups = _select(scores, cols, ids, recorded_at, q.k)
+            groups = _select(scores, cols, ids, recorded_at, q.k, dedup=q.dedup)
         wanted = [str(ids[row]) for group in groups for row in group]
         records = {r.id: r for r in store.get_records(space, wanted)}
-    hits = []
+        similar = _similarity(cols, dense, chosen, exact, [int(g[0]) for g in groups])
+    hits: list[Hit] = []
     for group in groups:
         members: Sequence[Record] = [records[str(ids[row])] for row in group]
         hits.append(
@@ -407,9 +417,44 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
                 else None,
                 holders=tuple(m.agent for m in members),
                 record_ids=tuple(m.id for m in members),
+                similarity=similar[len(hits)],
             )
         )
     return hits
+
+
+def _by_similarity(scores: Scores, cols: Columns, dense: F64 | None, chosen: Mask | None) -> Scores:
+    """The scores to rank by for ``rank_by="similarity"``: each candidate's raw query cosine
+    (in [-1, 1]); candidates without one (no vector, or outside the pre-selection) below every
+    cosine, in the order of their scores (an affine map into [-4, -2])."""
+    if dense is None:
+        return scores
+    has = cols.cat("has_embedding") if chosen is None else cols.cat("has_embedding") & chosen
+    finite = np.isfinite(scores.final)
+    rest = scores.final[finite & ~has]
+    low, high = (float(rest.min()), float(rest.max())) if rest.size else (0.0, 0.0)
+    spread = (scores.final - low) / (high - low) if high > low else np.zeros_like(scores.final)
+    final = np.where(has, dense, -4.0 + 2.0 * spread)
+    return replace(scores, final=np.where(finite, final, -np.inf), positions=None)
+
+
+def _similarity(
+    cols: Columns,
+    dense: F64 | None,
+    chosen: Mask | None,
+    exact: Callable[[Rows], F64] | None,
+    rows: list[int],
+) -> list[float | None]:
+    """The raw query cosine of each hit's row (:attr:`Hit.similarity`): exact where the read
+    scanned the int8 copy, ``None`` for a record without a vector or outside the pre-selection."""
+    if dense is None or not rows:
+        return [None] * len(rows)
+    at = np.asarray(rows, dtype=np.intp)
+    values = exact(at) if exact is not None else dense[at]
+    has = cols.cat("has_embedding")[at]
+    if chosen is not None:
+        has = has & chosen[at]
+    return [float(v) if h else None for v, h in zip(values.tolist(), has.tolist(), strict=True)]
 
 
 def recent(

@@ -46,6 +46,12 @@ __all__ = [
 ]
 
 
+#: The most hits one read returns over HTTP (a library read has no such bound).
+MAX_K = 10_000
+#: The most queries of one recall-many.
+MAX_QUERIES = 1_000
+
+
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -68,10 +74,19 @@ class _NewRecord(_In):
     event_id: str | None = None
     sensitivity: Sensitivity | None = None
     embedding: list[float] | None = None
+    passage_embeddings: list[list[float]] | None = Field(
+        default=None,
+        description="more vectors the record matches by (one per passage), with its embedding",
+    )
 
 
 class RecordFields(_NewRecord):
     supersedes: list[str] | None = None
+    replace: bool = Field(
+        default=False,
+        description="with a domain: supersede the agent's open records of exactly that domain "
+        "in the same transaction (a keyed write)",
+    )
 
 
 class RememberIn(RecordFields):
@@ -95,7 +110,9 @@ class ReadIn(_In):
 
     agent: str | None = None
     agents: list[str] | None = None
-    k: int | None = None
+    k: int | None = Field(
+        default=None, ge=1, le=MAX_K, description=f"how many hits (at most {MAX_K:,} over HTTP)"
+    )
     as_of: AwareDatetime | None = None
     explain: bool = False
     kinds: list[Kind] | None = None
@@ -104,6 +121,16 @@ class ReadIn(_In):
     preset: str | None = None
     crisis: str | None = None
     asker: str | None = None
+    dedup: bool = Field(
+        default=True,
+        description="a multi-agent read collapses records of equal text into one hit listing "
+        "every holder; false returns each record as its own hit",
+    )
+    rank_by: Literal["score", "similarity"] = Field(
+        default="score",
+        description="order hits by chronomem's score, or by their raw cosine to the query (as "
+        "vector stores do; records without a vector last)",
+    )
 
 
 class PeekIn(ReadIn):
@@ -116,7 +143,7 @@ class RecallIn(PeekIn):
 
 
 class RecallManyIn(ReadIn):
-    queries: list[str]
+    queries: list[str] = Field(max_length=MAX_QUERIES)
     touch: bool = True
     query_embeddings: list[list[float] | None] | None = None
     sequential: bool | None = None
@@ -169,7 +196,7 @@ class ContextIn(_In):
     agent: str | None = None
     agents: list[str] | None = None
     crisis: str | None = None
-    k: int = 12
+    k: int = Field(default=12, ge=1, le=MAX_K)
     budget_tokens: int | None = None
     as_of: AwareDatetime | None = None
     touch: bool = True

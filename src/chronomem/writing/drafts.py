@@ -11,13 +11,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from chronomem.arrays import F32
 from chronomem.checks import (
+    bounded_text,
+    flag,
     metadata_dict,
     number_in,
     optional_instant,
     optional_text,
     require_text,
+    shown,
     string_tuple,
     to_enum,
 )
@@ -47,7 +52,9 @@ REMEMBER_FIELDS = frozenset(
         "event_id",
         "sensitivity",
         "embedding",
+        "passage_embeddings",
         "supersedes",
+        "replace",
     }
 )
 
@@ -55,13 +62,17 @@ REMEMBER_FIELDS = frozenset(
 @dataclass(frozen=True, slots=True)
 class Draft:
     """A validated record before it is stored; ``supersedes`` names the records it closes;
-    ``needs_importance`` marks a record written without importance (the scorer fills it in)."""
+    ``needs_importance`` marks a record written without importance (the scorer fills it in);
+    ``replace`` makes it the one open record of its agent and exact domain (the open ones are
+    found and superseded inside the write transaction); ``passages`` are its passage vectors
+    (the caller's, or the embedder's)."""
 
     record: Record
     embedding: F32 | None
     supersedes: tuple[str, ...]
     needs_importance: bool = False
     passages: F32 | None = None
+    replace: bool = False
 
 
 def check_importance(value: object) -> float:
@@ -78,7 +89,7 @@ def _draft(
     ids: IdFactory,
     depth_of: Mapping[str, int],
 ) -> Draft:
-    text = require_text(item.get("text"), "text")
+    text = bounded_text(item.get("text"), "text")
     agent = require_text(item.get("agent", "default"), "agent")
     kind = to_enum(Kind, item.get("kind", Kind.OBSERVATION), "kind")
     needs_importance = item.get("importance") is None
@@ -97,12 +108,20 @@ def _draft(
     for cited in evidence:
         if cited not in depth_of:
             raise NotFoundError(
-                f"evidence {cited!r} does not exist in space {space!r}", record_id=cited
+                f"evidence {shown(cited)} does not exist in space {space!r}", record_id=cited
             )
     event_id = optional_text(item.get("event_id"), "event_id")
     vector = None
     if item.get("embedding") is not None:
         vector = as_vector(item["embedding"], dim=dim)
+    passages = _passage_vectors(item.get("passage_embeddings"), vector)
+    replace = flag(item.get("replace", False), "replace")
+    if replace and domain is None:
+        raise InvalidInputError(
+            "replace=True needs a domain: the record replaces the agent's open record of that "
+            "domain",
+            field="replace",
+        )
     record = Record(
         id=ids.new_id(now),
         space=space,
@@ -125,7 +144,26 @@ def _draft(
         sensitivity=to_enum(Sensitivity, item.get("sensitivity", "normal"), "sensitivity"),
         has_embedding=vector is not None,
     )
-    return Draft(record, vector, supersedes, needs_importance)
+    return Draft(record, vector, supersedes, needs_importance, passages, replace)
+
+
+def _passage_vectors(value: object, vector: F32 | None) -> F32 | None:
+    """Caller-supplied passage vectors: a list of vectors of the record's dimension, given with
+    the record's own ``embedding`` (a record matches by the best of its vector and these)."""
+    if value is None:
+        return None
+    if vector is None:
+        raise InvalidInputError(
+            "passage_embeddings need the record's own embedding too", field="passage_embeddings"
+        )
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
+        raise InvalidInputError(
+            "passage_embeddings must be a list of vectors", field="passage_embeddings"
+        )
+    rows = [as_vector(v, dim=vector.shape[0], name="passage_embeddings") for v in value]
+    if not rows:
+        return None
+    return np.stack(rows).astype(np.float32)
 
 
 def build_drafts(

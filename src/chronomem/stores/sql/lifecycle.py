@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from chronomem.arrays import F32
 from chronomem.errors import ConflictError
 from chronomem.model.audit import Closure
+from chronomem.model.record import Dependant
 from chronomem.stores.sql import fulltext
 from chronomem.stores.sql.backend import (
     SQLBackend,
@@ -113,7 +114,7 @@ def add_feedback(db: SQLBackend, space: str, record_id: str, signal: float) -> f
 def dependants(db: SQLBackend, space: str, record_id: str) -> list[tuple[str, str]]:
     hint = db._hint
     rows = db._query(
-        f"SELECT r.id, 'cites it as evidence' FROM records r, {db._json_each('r.evidence')}"
+        f"SELECT r.id, '{Dependant.CITES}' FROM records r, {db._json_each('r.evidence')}"
         " WHERE r.space = ? AND e.value = ?"
         " UNION ALL SELECT superseded_by, 'supersedes it' FROM records"
         f" WHERE id = ? AND {hint('space')} = ? AND superseded_by IS NOT NULL"

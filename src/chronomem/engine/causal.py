@@ -1,0 +1,150 @@
+"""The causal graph's verbs and context blocks of the facade (DESIGN §4): events, links,
+inferred links and prompt-ready context blocks. :class:`~chronomem.Memory` takes them from
+:class:`CausalVerbs`; the graph's reads (``ancestors``, ``links``, ``events``) are
+:class:`~chronomem.engine.view.MemoryView`'s. Each verb checks its arguments, takes the handle's
+lock, reads the clock once and calls ``engine/graph.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from chronomem.checks import (
+    bounded_text,
+    number_in,
+    optional_instant,
+    optional_text,
+    positive_duration,
+    positive_int,
+    require_text,
+    to_enum,
+)
+from chronomem.config import ScoringConfig
+from chronomem.context.block import ContextBlock, TokenCounter, approximate_tokens
+from chronomem.engine import graph, read
+from chronomem.engine.view import MemoryView, Vector
+from chronomem.errors import InvalidInputError
+from chronomem.model.event import Event, EventKind, Link, Provenance
+from chronomem.retrieval.options import ReadOptions
+
+__all__ = ["CausalVerbs"]
+
+
+class CausalVerbs(MemoryView):
+    """The causal graph's writes and context blocks (see the module docstring)."""
+
+    def add_event(
+        self,
+        text: str,
+        *,
+        occurred_at: datetime | None = None,
+        kind: EventKind | str = EventKind.HAPPENING,
+        scope: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        embedding: Vector | None = None,
+    ) -> Event:
+        """Add a node to the space-wide causal graph (a crisis, decision, outcome, happening).
+
+        ``scope`` groups events (an institution, a district) for the scope fallback of crisis
+        reads. The event is embedded like a record (or takes ``embedding``), so records can be
+        associated with it by similarity.
+        """
+        text = bounded_text(text, "text")
+        chosen = to_enum(EventKind, kind, "kind")
+        scope = optional_text(scope, "scope")
+        occurred = optional_instant(occurred_at, "occurred_at")
+        with self._call() as h:
+            return graph.add_event(
+                h, text, now=h.now(), occurred_at=occurred, kind=chosen, scope=scope,
+                metadata=metadata, embedding=embedding,
+            )  # fmt: skip
+
+    def link(
+        self,
+        cause: str,
+        effect: str,
+        weight: float = 1.0,
+        provenance: Provenance | str = Provenance.EXPLICIT,
+        *,
+        similarity: float | None = None,
+    ) -> Link:
+        """Add the causal link ``cause -> effect`` with a weight in (0, 1] (how strong the
+        evidence is that the cause led to the effect). An explicit link replaces an inferred one
+        of the same pair; an inferred link never replaces an explicit one (the explicit link is
+        returned unchanged).
+
+        Raises:
+            NotFoundError: either event does not exist. InvalidInputError: a self-link, or a
+            weight outside (0, 1]. CauseAfterEffectError: the cause occurred after the effect
+            (simultaneous is allowed). CausalCycleError: the effect already leads to the cause,
+            so the link would close a cycle (``err.path``). Both name the two events
+            (``err.cause``, ``err.effect``); nothing is written.
+        """
+        chosen = to_enum(Provenance, provenance, "provenance")
+        weight = number_in(weight, "weight", 0.0, 1.0, low_open=True)
+        if similarity is not None:
+            similarity = number_in(similarity, "similarity", -1.0, 1.0)
+        with self._call() as h:
+            return graph.link(
+                h, cause, effect, now=h.now(), weight=weight, provenance=chosen,
+                similarity=similarity,
+            )  # fmt: skip
+
+    def unlink(self, cause: str, effect: str) -> bool:
+        """Remove the link ``cause -> effect``; returns whether there was one."""
+        cause, effect = require_text(cause, "cause"), require_text(effect, "effect")
+        with self._call() as h:
+            return h.store.delete_link(h.space, cause, effect)
+
+    def auto_link(
+        self, event_id: str, *, window: timedelta = timedelta(days=30),
+        threshold: float | None = None, weight_scale: float = 0.5,
+    ) -> list[Link]:  # fmt: skip
+        """Propose ``inferred`` links into ``event_id`` from events that occurred in the
+        ``window`` before it and whose cosine similarity to it is at or above ``threshold``
+        (default: the preset's per-embedder association threshold). The weight,
+        ``weight_scale × similarity`` (at most 0.5 by default), says how weak this evidence is
+        next to an explicit link. Never a self-link, never a link that would close a cycle;
+        existing explicit links are left alone. Returns the links written.
+
+        Raises:
+            ConfigError: the events have no vectors (open the store with an embedder).
+        """
+        window = positive_duration(window, "window")
+        weight_scale = number_in(weight_scale, "weight_scale", 0.0, 1.0, low_open=True)
+        if threshold is not None:
+            threshold = number_in(threshold, "threshold", -1.0, 1.0)
+        with self._call() as h:
+            return graph.auto_link(
+                h, event_id, now=h.now(), window=window, threshold=threshold,
+                weight_scale=weight_scale,
+            )  # fmt: skip
+
+    def context(
+        self, query: str | None = None, *, agent: str | None = None,
+        agents: Sequence[str] | None = None, crisis: str | None = None, k: int = 12,
+        budget_tokens: int | None = None, as_of: datetime | None = None, touch: bool = True,
+        preset: str | ScoringConfig | None = None,
+        count_tokens: TokenCounter = approximate_tokens,
+    ) -> ContextBlock:  # fmt: skip
+        """A prompt-ready block: the question, the ranked evidence (holders, date, importance,
+        id, lifecycle markers) and, with a ``crisis``, the causal chain from root to crisis with
+        link weights — as ``.text`` and as data.
+
+        ``budget_tokens`` caps the text (counted by ``count_tokens``): the lowest-ranked
+        evidence and the causes farthest from the crisis are dropped first, the proximate causes
+        last. With an empty ``query`` the crisis's text is the question. ``touch`` as in
+        :meth:`recall`.
+        """
+        if budget_tokens is not None:
+            positive_int(budget_tokens, "budget_tokens")
+        read.check_queries(["" if query is None else query], None, crisis=crisis is not None)
+        if not callable(count_tokens):
+            raise InvalidInputError("count_tokens must be callable", field="count_tokens")
+        options = ReadOptions.from_arguments(locals())
+        with self._call() as h:
+            return graph.context(
+                h, query, options, now=h.now(), budget_tokens=budget_tokens,
+                count_tokens=count_tokens,
+            )  # fmt: skip
