@@ -76,9 +76,12 @@ class Cluster:
     """A private PostgreSQL cluster this process started: its URL, and ``stop`` / ``start`` for
     the tests that take the server away under a live workload."""
 
-    def __init__(self, bindir: Path, directory: Path, run_as: list[str], *, durable: bool) -> None:
+    def __init__(
+        self, bindir: Path, directory: Path, run_as: list[str], *, durable: bool,
+        port: int | None = None,
+    ) -> None:  # fmt: skip
         self.bindir, self.data, self.run_as = bindir, directory / "data", run_as
-        self.log, self.port = directory / "server.log", _free_port()
+        self.log, self.port = directory / "server.log", port or _free_port()
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         # Thrown away afterwards, so nothing needs to reach the disk; a durable cluster still
         # acknowledges a commit only once its WAL is written (a stop -m immediate, like a
@@ -109,8 +112,11 @@ class Cluster:
 
 
 @contextmanager
-def cluster(*, pgvector: bool = False, durable: bool = False) -> Iterator[Cluster]:
-    """A new cluster on 127.0.0.1, stopped and deleted afterwards."""
+def cluster(
+    *, pgvector: bool = False, durable: bool = False, port: int | None = None
+) -> Iterator[Cluster]:
+    """A new cluster on 127.0.0.1 (on ``port``, default a free one), stopped and deleted
+    afterwards."""
     run_as: list[str] = []
     directory = Path(tempfile.mkdtemp(prefix="chronomem-pg-"))
     try:
@@ -123,7 +129,7 @@ def cluster(*, pgvector: bool = False, durable: bool = False) -> Iterator[Cluste
             for path in (directory, *directory.rglob("*")):
                 os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
             run_as = ["runuser", "-u", "postgres", "--"]
-        made = Cluster(bindir, directory, run_as, durable=durable)
+        made = Cluster(bindir, directory, run_as, durable=durable, port=port)
         made.init()
         made.start()
         try:

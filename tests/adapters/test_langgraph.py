@@ -8,16 +8,28 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
-from langgraph.store.base import BaseStore, GetOp, ListNamespacesOp, PutOp, SearchOp
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    PutOp,
+    SearchItem,
+    SearchOp,
+)
 from langgraph.store.memory import InMemoryStore
 
 from chronomem import Memory, SimClock
-from chronomem.adapters.langgraph import ChronomemStore
+from chronomem.adapters.langgraph import ChronomemStore, MemorySearchItem
 from chronomem.client import Client
 
 from ..conftest import T0
@@ -133,14 +145,115 @@ def test_a_put_supersedes_and_a_delete_closes_what_has_a_history(tmp_path: Path)
         assert [e.action for e in mem.audit(pet.id)] == ["forget"]
 
 
-def test_a_query_search_ranks_by_meaning_and_skips_unindexed_items(tmp_path: Path) -> None:
+class Letters(Embeddings):
+    """A deterministic LangChain-style embedder for the index tests: letter counts."""
+
+    def _one(self, text: str) -> list[float]:
+        return [float(text.lower().count(c)) + 0.01 for c in "abcdefghijklmnopqrstuvwxyz"]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._one(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._one(text)
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_a_query_search_ranks_by_similarity_and_keeps_unindexed_items(tmp_path: Path) -> None:
+    """As LangGraph's stores: the score is the cosine of the query and the best of the item's
+    indexed fields, items are ordered by it, and an item put with index=False stays reachable
+    after the scored ones with no score; chronomem's own score rides along."""
+    embed = Letters()
     with Memory.open(tmp_path / "q.db", embedder=None) as mem:
-        lg = ChronomemStore(mem)
-        lg.put(("notes",), "a", {"text": "the deploy happens on Fridays"})
-        lg.put(("notes",), "b", {"text": "lunch is at noon"})
-        lg.put(("notes",), "c", {"text": "deploy secrets rotate monthly"}, index=False)
-        found = lg.search(("notes",), query="when is the deploy?")
-        assert [i.key for i in found] == ["a", "b"]  # ranked, as LangGraph's stores do
-        assert found[0].score is not None
-        assert found[1].score is not None
+        lg = ChronomemStore(mem, index={"dims": 26, "embed": embed, "fields": ["title", "body"]})
+        lg.put(("notes",), "a", {"title": "zebra", "body": "the deploy happens on Fridays"})
+        lg.put(("notes",), "b", {"title": "lunch", "body": "at noon"})
+        lg.put(("notes",), "c", {"title": "deploy secrets", "body": "rotate"}, index=False)
+        found = lg.search(("notes",), query="deploy fridays", limit=10)
+        assert [i.key for i in found] == ["a", "b", "c"]
+        query = embed.embed_query("deploy fridays")
+        best_a = max(
+            _cosine(query, embed._one(t)) for t in ("zebra", "the deploy happens on Fridays")
+        )
+        assert found[0].score == pytest.approx(best_a, abs=1e-5)  # max over the fields
         assert found[0].score > found[1].score
+        assert found[2].score is None
+        assert all(isinstance(i, MemorySearchItem) and i.memory_score is not None for i in found)
+        assert lg.search(("notes",), query="deploy", offset=2, limit=5)[0].key == "c"
+        assert isinstance(lg.get(("notes",), "a"), Item)
+        assert not isinstance(lg.get(("notes",), "a"), SearchItem)
+
+
+def test_keys_are_exact_and_a_narrow_filter_reaches_past_a_thousand_items(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "k.db", embedder=None) as mem:
+        lg = ChronomemStore(mem, kind="fact")  # the write gate applies to facts: puts skip it
+        lg.put(("u",), "Key", {"text": "same words"})
+        lg.put(("u",), "key", {"text": "same words"})
+        lg.put(("u",), " key ", {"text": "same words"})
+        assert lg.get(("u",), "Key").value == {"text": "same words"}  # type: ignore[union-attr]
+        assert {i.key for i in lg.search(("u",), limit=10)} == {"Key", "key", " key "}
+        lg.delete(("u",), "key")
+        assert lg.get(("u",), "key") is None
+        assert lg.get(("u",), "Key") is not None
+        lg.batch([PutOp(("many",), f"k{i}", {"text": f"item {i}", "n": i}) for i in range(1500)])
+        narrow = lg.search(("many",), query="item", filter={"n": 7}, limit=5)
+        assert [i.key for i in narrow] == ["k7"]
+        deep = lg.search(("many",), query="item", offset=1200, limit=10)
+        assert len(deep) == 10
+        listed = lg.search(("many",), filter={"n": {"$gte": 1495}}, limit=10)
+        assert sorted(i.key for i in listed) == [f"k{i}" for i in range(1495, 1500)]
+
+
+def test_concurrent_puts_to_one_key_leave_one_item(tmp_path: Path) -> None:
+    """Parallel graph nodes writing one key, as threads and as gathered coroutines: no error,
+    one open item, every version in its history."""
+    with Memory.open(tmp_path / "c.db", embedder=None) as mem:
+        lg = ChronomemStore(mem)
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(lambda i: lg.put(("t",), "k", {"text": f"v{i}"}), range(40)))
+
+        async def gathered() -> None:
+            await asyncio.gather(*(lg.aput(("t",), "k", {"text": f"w{i}"}) for i in range(40)))
+
+        asyncio.run(gathered())
+        [item] = mem.records(agent="t", domain="k")
+        assert len(lg.search(("t",), limit=100)) == 1
+        assert len(mem.history(item.id)) >= 2
+
+
+def test_deliberate_differences_from_the_sql_stores(tmp_path: Path) -> None:
+    """docs/agents.md: any filter key is data (LangGraph's SQLite store refuses keys that are not
+    identifiers, to keep them out of its SQL), and the sync methods work on an event loop's
+    thread (its async store refuses them there)."""
+    with Memory.open(tmp_path / "d.db", embedder=None) as mem:
+        lg = ChronomemStore(mem)
+        lg.put(("d",), "x", {"a'); DROP TABLE records; --": 1, "access-level": "public"})
+        assert [i.key for i in lg.search(("d",), filter={"a'); DROP TABLE records; --": 1})] == [
+            "x"
+        ]
+
+        async def inside_a_loop() -> Any:
+            lg.put(("d",), "y", {"text": "sync on the loop"})
+            return lg.get(("d",), "y")
+
+        assert asyncio.run(inside_a_loop()) is not None
+        assert mem.stats()["records"] == 2
+
+
+def test_a_label_with_a_period_cannot_reach_another_namespace(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "n.db", embedder=None) as mem:
+        lg = ChronomemStore(mem)
+        lg.put(("a", "b"), "k", {"text": "secret of a.b"})
+        with pytest.raises(InvalidNamespaceError):
+            lg.batch([GetOp(("a.b",), "k")])
+
+
+def test_a_large_value_is_stored_whole(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "big.db", embedder=None) as mem:
+        lg = ChronomemStore(mem)
+        value = {"text": "w " * 150_000, "n": 1}  # more text than a record holds
+        lg.put(("docs",), "big", value)
+        assert lg.get(("docs",), "big").value == value  # type: ignore[union-attr]

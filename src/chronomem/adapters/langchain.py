@@ -35,14 +35,22 @@ class ChronomemRetriever(BaseRetriever):
     touch: bool = False
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
+        """``invoke(query, k=..., ...)``: keywords given to the call override the retriever's
+        fields for that call (``k``, ``agent``, ``agents``, ``preset``, ``include_history``)."""
+        unknown = set(kwargs) - _PER_CALL
+        if unknown:
+            raise TypeError(
+                f"unexpected argument(s) {sorted(unknown)}; a call takes {sorted(_PER_CALL)}"
+            )
+        chosen = {name: getattr(self, name) for name in _PER_CALL} | kwargs
         read = self.memory.recall if self.touch else self.memory.peek
-        hits = read(
-            query, agent=self.agent, agents=self.agents, k=self.k, preset=self.preset,
-            include_history=self.include_history,
-        )  # fmt: skip
+        hits = read(query, **chosen)
         return [_document(hit) for hit in hits]
+
+
+_PER_CALL = frozenset({"agent", "agents", "k", "preset", "include_history"})
 
 
 def _document(hit: Hit) -> Document:
