@@ -32,7 +32,15 @@ __all__ = [
     "path_value",
     "positive_duration",
     "positive_int",
+    "MAX_ID_CHARS",
+    "MAX_METADATA_CHARS",
+    "MAX_QUERY_CHARS",
+    "MAX_TEXT_CHARS",
+    "SHOWN_CHARS",
+    "bounded_text",
+    "require_chronomem_id",
     "require_id",
+    "shown",
     "require_text",
     "string_tuple",
     "to_enum",
@@ -64,6 +72,58 @@ def _preview(value: str) -> str:
     return ascii(value if len(value) <= 40 else value[:37] + "...")
 
 
+#: The most characters of a caller's value an error message quotes.
+SHOWN_CHARS = 60
+#: The longest id (record, event, proposal, key) any verb accepts: chronomem's are 26.
+MAX_ID_CHARS = 128
+#: The longest text of a record or an event. A memory is a statement, a turn, a passage: the
+#: embedding model reads its first 256 tokens (about 1,000 characters), so much longer texts are
+#: found only by their words. Split documents into records (one per paragraph or section).
+MAX_TEXT_CHARS = 100_000
+#: The longest query.
+MAX_QUERY_CHARS = 10_000
+#: The largest ``metadata`` of one record or event, as JSON.
+MAX_METADATA_CHARS = 1_000_000
+
+
+def bounded_text(value: object, name: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """:func:`require_text` of at most ``limit`` characters."""
+    text = require_text(value, name)
+    if len(text) > limit:
+        raise InvalidInputError(
+            f"{name} has {len(text):,} characters; at most {limit:,} are accepted "
+            f"(split a long text into several records): {shown(text)}",
+            field=name,
+        )
+    return text
+
+
+def shown(value: object) -> str:
+    """A caller's value as an error message quotes it: its ``repr``, cut to a short prefix with
+    the full length said (an error never echoes a large input whole)."""
+    text = repr(value)
+    if len(text) <= SHOWN_CHARS:
+        return text
+    size = (
+        f"{len(value):,} characters"
+        if isinstance(value, str)
+        else f"{len(text):,} characters as text"
+    )
+    return f"{text[: SHOWN_CHARS - 1]}… ({size})"
+
+
+def require_id(value: object, name: str) -> str:
+    """An id argument: a non-empty string of at most :data:`MAX_ID_CHARS` characters (nothing is
+    looked up for a longer one: no id is that long)."""
+    text = require_text(value, name)
+    if len(text) > MAX_ID_CHARS:
+        raise InvalidInputError(
+            f"{name} is not an id: {shown(text)} (ids are at most {MAX_ID_CHARS} characters)",
+            field=name,
+        )
+    return text
+
+
 def require_text(value: object, name: str) -> str:
     """A non-empty (not only whitespace) string that passes :func:`check_text`."""
     if not isinstance(value, str) or not value.strip():
@@ -76,11 +136,11 @@ def optional_text(value: object, name: str) -> str | None:
     return None if value is None else require_text(value, name)
 
 
-def require_id(value: object, name: str = "id") -> str:
+def require_chronomem_id(value: object, name: str = "id") -> str:
     """A chronomem id (26 characters of Crockford's base 32)."""
     if not isinstance(value, str) or not ID_PATTERN.match(value):
         raise InvalidInputError(
-            f"{name} must be a 26-character chronomem id; got {value!r}", field=name
+            f"{name} must be a 26-character chronomem id; got {shown(value)}", field=name
         )
     return value
 
@@ -91,14 +151,25 @@ def optional_instant(value: object, name: str) -> datetime | None:
 
 
 def parse_instant(value: object, name: str) -> datetime:
-    """An aware instant from ISO 8601 text with an offset (or an aware datetime)."""
+    """An aware instant from ISO 8601 text with an offset (or an aware datetime). Text without
+    an offset is refused with the same instant spelled two ways that are accepted."""
     if isinstance(value, str):
+        text = value
         try:
-            value = datetime.fromisoformat(value)
+            value = datetime.fromisoformat(text)
         except ValueError:
             raise InvalidInputError(
-                f"{name} is not an ISO 8601 instant: {value!r}", field=name
+                f"{name} is not an ISO 8601 instant: {shown(text)} (e.g. "
+                f"2024-01-31T09:00:00Z or 2024-01-31T09:00:00+02:00)",
+                field=name,
             ) from None
+        if value.tzinfo is None:
+            spelled = value.isoformat()
+            raise InvalidInputError(
+                f"{name} {shown(text)} has no UTC offset (a naive instant); add one, e.g. "
+                f"{spelled}Z or {spelled}+02:00",
+                field=name,
+            )
     return require_aware(value, name)
 
 
@@ -116,17 +187,17 @@ def number_in(
     ):
         bracket = "(" if low_open else "["
         span = what or f"in {bracket}{low:g}, {high:g}]"
-        raise InvalidInputError(f"{name} must be a number {span}; got {value!r}", field=name)
+        raise InvalidInputError(f"{name} must be a number {span}; got {shown(value)}", field=name)
     try:
         return float(value)
     except OverflowError:
-        raise InvalidInputError(f"{name} is too large; got {value!r}", field=name) from None
+        raise InvalidInputError(f"{name} is too large; got {shown(value)}", field=name) from None
 
 
 def flag(value: object, name: str) -> bool:
     """``True`` or ``False`` itself (a truthy string or number is a slip, not a choice)."""
     if not isinstance(value, bool):
-        raise InvalidInputError(f"{name} must be true or false; got {value!r}", field=name)
+        raise InvalidInputError(f"{name} must be true or false; got {shown(value)}", field=name)
     return value
 
 
@@ -136,7 +207,7 @@ def path_value(value: object, name: str = "path") -> str | os.PathLike[str]:
         return value
     if isinstance(value, os.PathLike) and isinstance(os.fspath(value), str):
         return value
-    raise InvalidInputError(f"{name} must be a file path; got {value!r}", field=name)
+    raise InvalidInputError(f"{name} must be a file path; got {shown(value)}", field=name)
 
 
 def id_list(value: object, name: str) -> tuple[str, ...]:
@@ -150,7 +221,9 @@ def id_list(value: object, name: str) -> tuple[str, ...]:
 def positive_duration(value: object, name: str) -> timedelta:
     """A ``timedelta`` longer than zero."""
     if not isinstance(value, timedelta) or value <= timedelta():
-        raise InvalidInputError(f"{name} must be a positive timedelta; got {value!r}", field=name)
+        raise InvalidInputError(
+            f"{name} must be a positive timedelta; got {shown(value)}", field=name
+        )
     return value
 
 
@@ -176,7 +249,7 @@ def to_enum(enum: type[_E], value: object, name: str) -> _E:
     except ValueError:
         choices = ", ".join(str(e.value) for e in enum)
         raise InvalidInputError(
-            f"{name} must be one of {choices}; got {value!r}", field=name
+            f"{name} must be one of {choices}; got {shown(value)}", field=name
         ) from None
 
 
@@ -200,12 +273,18 @@ def metadata_dict(value: object, name: str = "metadata") -> dict[str, Any]:
         raise InvalidInputError(f"{name} must be a mapping", field=name)
     metadata = dict(value)
     try:
-        json.dumps(metadata, allow_nan=False)
+        encoded = json.dumps(metadata, allow_nan=False)
         _check_strings(metadata, name)
     except (TypeError, ValueError, RecursionError) as exc:
         if isinstance(exc, InvalidInputError):
             raise
         raise InvalidInputError(f"{name} must be JSON-serialisable: {exc}", field=name) from None
+    if len(encoded) > MAX_METADATA_CHARS:
+        raise InvalidInputError(
+            f"{name} is {len(encoded):,} characters as JSON; at most {MAX_METADATA_CHARS:,} are "
+            f"accepted",
+            field=name,
+        )
     return metadata
 
 
@@ -234,7 +313,9 @@ def _check_strings(value: object, name: str) -> None:
     elif isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):  # JSON would turn it into a string, silently
-                raise InvalidInputError(f"{name} keys must be strings; got {key!r}", field=name)
+                raise InvalidInputError(
+                    f"{name} keys must be strings; got {shown(key)}", field=name
+                )
             check_text(key, name)
             _check_strings(item, name)
     elif isinstance(value, list | tuple):

@@ -39,9 +39,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+#: The longest message an error carries: a longer one is cut, saying so (a message that quotes a
+#: caller's input must not echo a large input whole; the checks quote a short prefix anyway).
+MAX_MESSAGE_CHARS = 2000
+
 
 class ChronomemError(Exception):
     """Root of every error raised by chronomem."""
+
+    def __init__(self, *args: object) -> None:
+        if args and isinstance(args[0], str) and len(args[0]) > MAX_MESSAGE_CHARS:
+            text = args[0]
+            cut = f"… (message cut: {len(text):,} characters)"
+            args = (text[: MAX_MESSAGE_CHARS - len(cut)] + cut, *args[1:])
+        super().__init__(*args)
 
 
 class ConfigError(ChronomemError):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, cast, get_args
 
-from chronomem.checks import require_text
+from chronomem.checks import require_id, require_text, shown
 from chronomem.clock import Clock, SystemClock, require_aware
 from chronomem.config import ReflectionConfig, ScoringConfig, WriteGate, resolve_preset
 from chronomem.embedders.base import Embedder
@@ -130,18 +130,20 @@ class Handle:
 
     def record(self, record_id: str) -> Record:
         """The record with this id, whatever its status; :class:`NotFoundError` otherwise."""
-        found = self.store.get_records(self.space, [require_text(record_id, "record_id")])
+        found = self.store.get_records(self.space, [require_id(record_id, "record_id")])
         if not found:
             raise NotFoundError(
-                f"no record {record_id!r} in space {self.space!r}", record_id=record_id
+                f"no record {shown(record_id)} in space {self.space!r}", record_id=record_id
             )
         return found[0]
 
     def event(self, event_id: str) -> Event:
         """The event with this id; :class:`NotFoundError` otherwise."""
-        found = self.store.get_events(self.space, [require_text(event_id, "event_id")])
+        found = self.store.get_events(self.space, [require_id(event_id, "event_id")])
         if not found:
-            raise NotFoundError(f"no event {event_id!r} in space {self.space!r}", event_id=event_id)
+            raise NotFoundError(
+                f"no event {shown(event_id)} in space {self.space!r}", event_id=event_id
+            )
         return found[0]
 
     def audit(

@@ -20,6 +20,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import AwareDatetime, Field
 
+from chronomem.checks import shown
 from chronomem.engine import Memory
 from chronomem.errors import ChronomemError, NotFoundError
 from chronomem.model.core import CoreBlock
@@ -46,11 +47,54 @@ when it happened, and returns the right memories for a question at a given momen
 - Now and then, `review` your memory and `approve` or `reject` what it proposes.
 """
 
+# Bounds of the tools: what a model writes is a statement, and what it reads costs its context.
+#: The longest text a tool stores (a memory, a correction, a core block edit).
+TEXT_CHARS = 8_000
+#: The longest query.
+QUERY_CHARS = 2_000
+#: The longest reason, label or short field.
+SHORT_CHARS = 500
+#: The most characters of one record's text in an answer (``recall``, ``history``): a longer
+#: text is cut, saying so (``get`` gives up to :data:`RESULT_CHARS`).
+HIT_CHARS = 1_500
+#: The most characters of record text in one answer; past it, texts are cut further.
+RESULT_CHARS = 12_000
+
 KindName = Literal[
     "observation", "chat", "thought", "reflection", "plan", "fact", "instruction", "decision"
 ]
-Id = Annotated[str, Field(description="a record id, as returned by remember or recall")]
-Reason = Annotated[str, Field(description="why, in a sentence: kept in the audit log")]
+_OFFSET = (
+    "ISO 8601 with a timezone offset (e.g. 2025-03-04T09:00:00+00:00, or Z for UTC); a date or "
+    "time without an offset is refused"
+)
+Id = Annotated[
+    str,
+    Field(description="a record id, as returned by remember or recall", max_length=128),
+]
+ProposalId = Annotated[
+    str, Field(description="a review proposal id, as returned by review", max_length=128)
+]
+Reason = Annotated[
+    str, Field(description="why, in a sentence: kept in the audit log", max_length=SHORT_CHARS)
+]
+Text = Annotated[
+    str,
+    Field(description="the memory: one statement, in your words", max_length=TEXT_CHARS),
+]
+Query = Annotated[
+    str,
+    Field(
+        description="what you want to remember, as a question or keywords", max_length=QUERY_CHARS
+    ),
+]
+Label = Annotated[
+    str,
+    Field(
+        description="the block's label: persona, human, task, ... (letters, digits, '_', '.', '-')",
+        max_length=64,
+    ),
+]
+Instant = Annotated[AwareDatetime | None, Field(description=_OFFSET)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +114,30 @@ def client_name(ctx: Context) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", name)[:64] or "client"
 
 
-def _hit(hit: Hit) -> dict[str, Any]:
+def _cut(text: str, limit: int) -> tuple[str, dict[str, Any]]:
+    """``text`` cut to ``limit`` characters, with what an answer says about the cut."""
+    if len(text) <= limit:
+        return text, {}
+    return text[:limit] + "…", {"text_cut": True, "text_chars": len(text)}
+
+
+def _budget(texts: list[str]) -> list[int]:
+    """How many characters of each text an answer of several keeps: at most :data:`HIT_CHARS`
+    each and :data:`RESULT_CHARS` in all, the first (best) texts served first."""
+    left = RESULT_CHARS
+    out = []
+    for text in texts:
+        keep = max(0, min(len(text), HIT_CHARS, left))
+        out.append(keep)
+        left -= keep
+    return out
+
+
+def _hit(hit: Hit, limit: int = HIT_CHARS) -> dict[str, Any]:
     r = hit.record
+    text, cut = _cut(r.text, limit)
     out: dict[str, Any] = {
-        "id": r.id, "text": r.text, "kind": r.kind.value, "score": round(hit.score, 4),
+        "id": r.id, "text": text, **cut, "kind": r.kind.value, "score": round(hit.score, 4),
         "importance": r.importance, "occurred_at": r.occurred_at.isoformat(),
         "status": r.status.value,
     }  # fmt: skip
@@ -86,9 +150,11 @@ def _hit(hit: Hit) -> dict[str, Any]:
     return out
 
 
-def _record(r: Record) -> dict[str, Any]:
+def _record(r: Record, limit: int = RESULT_CHARS) -> dict[str, Any]:
     out = r.to_dict()
     out.pop("space", None)
+    out["text"], cut = _cut(r.text, limit)
+    out.update(cut)
     return out
 
 
@@ -108,13 +174,13 @@ def _own(b: Binding, record_id: str) -> Record:
     """The record, if it is the bound agent's; another agent's is not found (no leak)."""
     record = b.memory.get(record_id)
     if record.agent != b.agent:
-        raise NotFoundError(f"no record {record_id!r} in your memory", record_id=record_id)
+        raise NotFoundError(f"no record {shown(record_id)} in your memory", record_id=record_id)
     return record
 
 
 def _own_proposal(b: Binding, proposal_id: str) -> None:
     if not any(p.id == proposal_id and p.agent == b.agent for p in b.memory.proposals("open")):
-        raise NotFoundError(f"no open review proposal {proposal_id!r} of yours")
+        raise NotFoundError(f"no open review proposal {shown(proposal_id)} of yours")
 
 
 def _as_tool_error(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -153,18 +219,23 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
     )
     def remember(
         ctx: Context,
-        text: Annotated[str, Field(description="the memory, one statement")],
-        kind: KindName = "observation",
+        text: Text,
+        kind: Annotated[KindName, Field(description="what sort of memory it is")] = "observation",
         importance: Annotated[
             float | None, Field(ge=1, le=10, description="1 mundane .. 10 life-changing")
         ] = None,
         occurred_at: Annotated[
-            AwareDatetime | None, Field(description="when it happened (default now)")
+            AwareDatetime | None, Field(description=f"when it happened (default now); {_OFFSET}")
         ] = None,
-        domain: Annotated[str | None, Field(description="a topic, e.g. 'deploys'")] = None,
-        tags: list[str] | None = None,
+        domain: Annotated[
+            str | None, Field(description="a topic, e.g. 'deploys'", max_length=SHORT_CHARS)
+        ] = None,
+        tags: Annotated[
+            list[Annotated[str, Field(max_length=100)]] | None,
+            Field(description="short labels to find it by", max_length=20),
+        ] = None,
         valid_until: Annotated[
-            AwareDatetime | None, Field(description="when it stops applying")
+            AwareDatetime | None, Field(description=f"when it stops applying; {_OFFSET}")
         ] = None,
     ) -> dict[str, Any]:
         b = bind(ctx)
@@ -180,11 +251,18 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
     )
     def recall(
         ctx: Context,
-        query: str,
-        k: Annotated[int, Field(ge=1, le=50)] = 8,
-        as_of: AwareDatetime | None = None,
-        include_history: bool = False,
-        kinds: list[KindName] | None = None,
+        query: Query,
+        k: Annotated[int, Field(ge=1, le=50, description="how many memories, at most")] = 8,
+        as_of: Annotated[
+            AwareDatetime | None,
+            Field(description=f"answer as you knew things then (default now); {_OFFSET}"),
+        ] = None,
+        include_history: Annotated[
+            bool, Field(description="also closed and superseded records")
+        ] = False,
+        kinds: Annotated[
+            list[KindName] | None, Field(description="only these kinds of memory")
+        ] = None,
         explain: Annotated[bool, Field(description="include why each ranked where it did")] = False,
     ) -> list[dict[str, Any]]:
         b = bind(ctx)
@@ -192,14 +270,22 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
             query, agent=b.agent, k=k, as_of=as_of, include_history=include_history,
             kinds=kinds, explain=explain,
         )  # fmt: skip
-        return [_hit(h) for h in hits]
+        limits = _budget([h.record.text for h in hits])
+        return [_hit(h, limit) for h, limit in zip(hits, limits, strict=True)]
 
     @tool(
         "Correct a memory: store the new text as the replacement of the record you name. The old "
         "record is closed (kept in history, marked superseded) and the new one applies from now. "
         "Always name the record you replace; never leave both open."
     )
-    def correct(ctx: Context, record_id: Id, text: str, reason: Reason) -> dict[str, Any]:
+    def correct(
+        ctx: Context,
+        record_id: Id,
+        text: Annotated[
+            str, Field(description="the corrected memory, whole", max_length=TEXT_CHARS)
+        ],
+        reason: Reason,
+    ) -> dict[str, Any]:
         b = bind(ctx)
         _own(b, record_id)
         return _written(b.memory.supersede(record_id, text, reason=reason, actor=b.actor))
@@ -211,7 +297,13 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
         return _record(b.memory.close_record(record_id, reason, actor=b.actor))
 
     @tool("Confirm a record is still true: it stops losing rank to staleness.")
-    def verify(ctx: Context, record_id: Id, reason: str | None = None) -> dict[str, Any]:
+    def verify(
+        ctx: Context,
+        record_id: Id,
+        reason: Annotated[
+            str | None, Field(description="how you know, optional", max_length=SHORT_CHARS)
+        ] = None,
+    ) -> dict[str, Any]:
         b = bind(ctx)
         _own(b, record_id)
         return _record(b.memory.verify(record_id, actor=b.actor, reason=reason))
@@ -221,7 +313,12 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
         "when it helped. Always give the reason."
     )
     def feedback(
-        ctx: Context, record_id: Id, signal: Literal["helpful", "harmful"], reason: Reason
+        ctx: Context,
+        record_id: Id,
+        signal: Annotated[
+            Literal["helpful", "harmful"], Field(description="did it help or mislead you")
+        ],
+        reason: Reason,
     ) -> dict[str, Any]:
         b = bind(ctx)
         _own(b, record_id)
@@ -232,7 +329,14 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
         "asked to erase (purge=true removes its bytes from disk). A record cited by others or part "
         "of a correction chain cannot be forgotten: close it instead."
     )
-    def forget(ctx: Context, record_id: Id, reason: Reason, purge: bool = False) -> dict[str, Any]:
+    def forget(
+        ctx: Context,
+        record_id: Id,
+        reason: Reason,
+        purge: Annotated[
+            bool, Field(description="also remove its bytes from disk (personal data, secrets)")
+        ] = False,
+    ) -> dict[str, Any]:
         b = bind(ctx)
         _own(b, record_id)
         return vars_of(b.memory.forget(record_id, reason, purge=purge, actor=b.actor))
@@ -241,7 +345,9 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
     def history(ctx: Context, record_id: Id) -> list[dict[str, Any]]:
         b = bind(ctx)
         _own(b, record_id)
-        return [_record(r) for r in b.memory.history(record_id)]
+        versions = b.memory.history(record_id)
+        limits = _budget([r.text for r in versions])
+        return [_record(r, limit) for r, limit in zip(versions, limits, strict=True)]
 
     @tool("One record with every field (status, validity, who superseded it, ratings).")
     def get(ctx: Context, record_id: Id) -> dict[str, Any]:
@@ -253,10 +359,22 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
     )
     def context(
         ctx: Context,
-        query: str | None = None,
-        crisis: Annotated[str | None, Field(description="an event id")] = None,
-        k: Annotated[int, Field(ge=1, le=50)] = 12,
-        budget_tokens: Annotated[int | None, Field(ge=50)] = None,
+        query: Annotated[
+            str | None,
+            Field(description="the question (default: the crisis's text)", max_length=QUERY_CHARS),
+        ] = None,
+        crisis: Annotated[
+            str | None, Field(description="an event id: show its causes", max_length=128)
+        ] = None,
+        k: Annotated[int, Field(ge=1, le=50, description="how many memories, at most")] = 12,
+        budget_tokens: Annotated[
+            int,
+            Field(
+                ge=50,
+                le=8_000,
+                description="the most tokens the block may take (about 4 characters each)",
+            ),
+        ] = 3_000,
     ) -> str:
         b = bind(ctx)
         block = b.memory.context(
@@ -270,7 +388,13 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
         "they stood then."
     )
     def core_memory_read(
-        ctx: Context, label: str | None = None, as_of: AwareDatetime | None = None
+        ctx: Context,
+        label: Annotated[
+            str | None, Field(description="one block's label (default: every block)", max_length=64)
+        ] = None,
+        as_of: Annotated[
+            AwareDatetime | None, Field(description=f"as the blocks stood then; {_OFFSET}")
+        ] = None,
     ) -> list[dict[str, Any]]:
         b = bind(ctx)
         blocks = b.memory.core_blocks(b.agent, as_of=as_of)
@@ -282,8 +406,10 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
     )
     def core_memory_append(
         ctx: Context,
-        label: Annotated[str, Field(description="persona, human, task, ...")],
-        content: str,
+        label: Label,
+        content: Annotated[
+            str, Field(description="the text to add, on a new line", max_length=TEXT_CHARS)
+        ],
     ) -> dict[str, Any]:
         b = bind(ctx)
         return _block(b.memory.core_append(b.agent, label, content, actor=b.actor))
@@ -293,7 +419,14 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
         "empty new_content deletes it). Versioned: the previous text stays in history."
     )
     def core_memory_replace(
-        ctx: Context, label: str, old_content: str, new_content: str
+        ctx: Context,
+        label: Label,
+        old_content: Annotated[
+            str, Field(description="the exact text to replace", max_length=TEXT_CHARS)
+        ],
+        new_content: Annotated[
+            str, Field(description="what replaces it (empty: delete it)", max_length=TEXT_CHARS)
+        ],
     ) -> dict[str, Any]:
         b = bind(ctx)
         block = b.memory.core_replace(b.agent, label, old_content, new_content, actor=b.actor)
@@ -308,13 +441,13 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
         return [p.to_dict() for p in b.memory.review(b.agent)]
 
     @tool("Apply one of your review proposals (by its id); it goes through the normal write path.")
-    def approve(ctx: Context, proposal_id: str) -> dict[str, Any]:
+    def approve(ctx: Context, proposal_id: ProposalId) -> dict[str, Any]:
         b = bind(ctx)
         _own_proposal(b, proposal_id)
         return b.memory.approve(proposal_id, actor=b.actor).to_dict()
 
     @tool("Reject one of your review proposals, with the reason: it stays away until it changes.")
-    def reject(ctx: Context, proposal_id: str, reason: Reason) -> dict[str, Any]:
+    def reject(ctx: Context, proposal_id: ProposalId, reason: Reason) -> dict[str, Any]:
         b = bind(ctx)
         _own_proposal(b, proposal_id)
         return b.memory.reject(proposal_id, reason, actor=b.actor).to_dict()

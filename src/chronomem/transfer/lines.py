@@ -17,7 +17,7 @@ from chronomem.checks import (
     number_in,
     optional_text,
     parse_instant,
-    require_id,
+    require_chronomem_id,
     require_text,
     string_tuple,
     to_enum,
@@ -117,7 +117,7 @@ def record_from_json(obj: dict[str, Any], *, space: str, dim: int | None) -> Sto
     """Parse one record line; raises :class:`InvalidInputError` naming the field."""
     embedding = _vector_from_json(obj, dim)
     record = Record(
-        id=require_id(obj.get("id")),
+        id=require_chronomem_id(obj.get("id")),
         space=space,
         agent=require_text(obj.get("agent"), "agent"),
         kind=to_enum(Kind, obj.get("kind"), "kind"),
@@ -155,7 +155,7 @@ def record_from_json(obj: dict[str, Any], *, space: str, dim: int | None) -> Sto
 
 def _optional_id(obj: dict[str, Any], name: str) -> str | None:
     value = obj.get(name)
-    return None if value is None else require_id(value, name)
+    return None if value is None else require_chronomem_id(value, name)
 
 
 def _str_list(obj: dict[str, Any], name: str) -> tuple[str, ...]:
@@ -203,7 +203,7 @@ def event_from_json(
 ) -> tuple[Event, F32 | None]:
     embedding = _vector_from_json(obj, dim)
     event = Event(
-        id=require_id(obj.get("id")),
+        id=require_chronomem_id(obj.get("id")),
         space=space,
         text=require_text(obj.get("text"), "text"),
         kind=to_enum(EventKind, obj.get("kind"), "kind"),
@@ -229,7 +229,10 @@ def link_to_json(link: Link) -> dict[str, Any]:
 
 
 def link_from_json(obj: dict[str, Any]) -> Link:
-    cause, effect = require_id(obj.get("cause"), "cause"), require_id(obj.get("effect"), "effect")
+    cause, effect = (
+        require_chronomem_id(obj.get("cause"), "cause"),
+        require_chronomem_id(obj.get("effect"), "effect"),
+    )
     if cause == effect:
         raise InvalidInputError(f"an event cannot cause itself ({cause})", field="effect")
     similarity = obj.get("similarity")
