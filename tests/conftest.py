@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -158,3 +159,9 @@ def minilm():  # type: ignore[no-untyped-def]
 def unit(*values: float) -> npt.NDArray[np.float32]:
     v = np.asarray(values, dtype=np.float32)
     return v / np.linalg.norm(v)
+
+
+def store_of(memory: Memory) -> Any:
+    """The store behind a handle, for white-box tests of the storage layer (adapters never reach
+    it: the engine's verbs are the only way in)."""
+    return memory._h.store

@@ -12,7 +12,7 @@ from typing import Any
 
 from chronomem import Memory, SimClock
 
-from .conftest import T0, unit
+from .conftest import T0, store_of, unit
 
 QUERY = unit(1, 0.2, 0.1)
 
@@ -102,7 +102,7 @@ def _list(vector: Any) -> list[float] | None:
 
 def dump(mem: Memory, crisis: str | None = None) -> dict[str, Any]:
     """Everything the store gives back, as plain data (read-only: nothing is touched)."""
-    store, space = mem.store, mem.space
+    store, space = store_of(mem), mem.space
     now = mem.clock.now()
     with store.snapshot():
         records = [

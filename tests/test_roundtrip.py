@@ -10,18 +10,18 @@ import pytest
 
 from chronomem import ConflictError, InvalidInputError, Memory, SimClock
 
-from .conftest import unit
+from .conftest import store_of, unit
 from .scenario import QUERY, populate
 
 
 def _dump(mem: Memory) -> list[dict[str, object]]:
-    with mem.store.snapshot():
+    with store_of(mem).snapshot():
         return [
             {
                 **i.record.to_dict(),
                 "embedding": None if i.embedding is None else i.embedding.tolist(),
             }
-            for i in mem.store.iter_records(mem.space)
+            for i in store_of(mem).iter_records(mem.space)
         ]
 
 

@@ -16,7 +16,7 @@ from chronomem.retrieval.columns import columns
 from chronomem.retrieval.crisis import boost_rows, build_crisis
 from chronomem.retrieval.query import Crisis
 
-from ..conftest import T0
+from ..conftest import T0, store_of
 
 AGENTS, PER_AGENT, DIM = 30, 40, 16
 MULTIPLICATIVE = replace(
@@ -74,8 +74,8 @@ def _city(path: Path, seed: int) -> tuple[Memory, str, np.ndarray]:
 
 def _crisis(mem: Memory, crisis: str) -> Crisis:
     return build_crisis(
-        mem.store, mem.space, mem.get_event(crisis), mem.clock.now(), mem.preset.causal,
-        mem.store.embedding_meta().model,
+        store_of(mem), mem.space, mem.get_event(crisis), mem.clock.now(), mem.preset.causal,
+        store_of(mem).embedding_meta().model,
     )  # fmt: skip
 
 

@@ -27,7 +27,7 @@ from chronomem import (
     SimClock,
 )
 
-from ..conftest import T0
+from ..conftest import T0, store_of
 
 
 def v(i: int, *extra: tuple[int, float]) -> np.ndarray:
@@ -297,7 +297,7 @@ def test_auto_link_never_proposes_a_cycle(mem: Memory, clock: SimClock) -> None:
     clock.advance(days=2)
     famine = mem.add_event("drought destroyed the harvest", embedding=v(1))
     # A link from an older store, written before links were checked: famine -> drought.
-    mem.store.put_link(
+    store_of(mem).put_link(
         mem.space,
         Link(cause=famine.id, effect=drought.id, weight=1.0, provenance=Provenance.EXPLICIT,
              created_at=clock.now()),

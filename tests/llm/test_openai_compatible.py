@@ -16,6 +16,7 @@ from chronomem.config import ReflectionConfig
 from chronomem.errors import LLMHTTPError, LLMTimeoutError, ReflectionError
 from chronomem.llm import OpenAICompatibleLLM
 
+from ..conftest import store_of
 from ..scripted_http import Script, scripted_server
 
 
@@ -156,7 +157,7 @@ def test_the_cli_reflects_through_the_endpoint(server, town, capsys) -> None:  #
 
     url, script = server
     script.answers = [QUESTIONS, GOOD]
-    db = str(town.store.location)
+    db = str(store_of(town).location)
     town.close()
     code = main(["reflect", "--agent", "isabella", "--llm-url", url, "--model", "m",
                  "--questions", "1", "--insights", "2", "--db", db, "--no-embedder"])  # fmt: skip

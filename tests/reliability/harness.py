@@ -15,7 +15,7 @@ from pathlib import Path
 from chronomem import Memory, NotFoundError, Record, SimClock
 from chronomem.stores.base import MemoryStore
 
-from ..conftest import T0
+from ..conftest import T0, store_of
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "worker.py"
@@ -161,7 +161,7 @@ _INVARIANTS = {
 def violations(mem: Memory) -> list[str]:
     """What is wrong with the store: SQLite's integrity and foreign-key checks, chronomem's
     own invariants, and whether every record still loads and scores."""
-    store = mem.store
+    store = store_of(mem)
     query = store._query  # type: ignore[attr-defined]
     found: list[str] = []
     if type(store).__name__ == "SQLiteStore":

@@ -32,7 +32,7 @@ from chronomem import (
 )
 from chronomem.cli.main import main
 
-from ..conftest import T0
+from ..conftest import T0, store_of
 from .conftest import Seed
 from .harness import row_counts
 
@@ -459,14 +459,14 @@ def test_bad_api_input_is_a_typed_error_naming_the_field_and_changes_nothing(
     seeded: tuple[Memory, Seed], case: Bad
 ) -> None:
     mem, seed = seeded
-    before = row_counts(mem.store)
+    before = row_counts(store_of(mem))
     with pytest.raises(ChronomemError) as err:
         case.call(mem, seed)
     assert isinstance(err.value, case.error), repr(err.value)
     assert case.field in str(err.value), str(err.value)
     if isinstance(err.value, InvalidInputError) and case.error is InvalidInputError:
         assert err.value.field is not None, str(err.value)
-    assert row_counts(mem.store) == before
+    assert row_counts(store_of(mem)) == before
 
 
 C = Callable[[Seed], list[str]]
@@ -559,7 +559,7 @@ def test_bad_cli_input_exits_with_one_line_naming_the_field_and_changes_nothing(
     mem, seed = seeded
     for variable in ("CHRONOMEM_LLM_URL", "CHRONOMEM_LLM_MODEL", "CHRONOMEM_DB"):
         monkeypatch.delenv(variable, raising=False)
-    before = row_counts(mem.store)
+    before = row_counts(store_of(mem))
     args = [*argv(seed), "--db", str(seed.location), "--no-embedder"]
     if code == 2:
         with pytest.raises(SystemExit) as exit_:
@@ -574,7 +574,7 @@ def test_bad_cli_input_exits_with_one_line_naming_the_field_and_changes_nothing(
         assert err.count("\n") == 1
     assert field in err, err
     assert "Traceback" not in err
-    assert row_counts(mem.store) == before
+    assert row_counts(store_of(mem)) == before
 
 
 def test_the_catalogue_is_large(figures: dict[str, Any]) -> None:

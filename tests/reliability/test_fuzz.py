@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from chronomem import ChronomemError, InvalidInputError, Memory, Sensitivity
 from chronomem.config import resolve_preset
 
+from ..conftest import store_of
 from .conftest import Plan, Seed
 from .harness import row_counts
 
@@ -99,12 +100,12 @@ REFUSED = object()
 def _attempt(mem: Memory, outcomes: dict[str, int], call: Callable[[], Any]) -> Any:
     """``call()``'s result, or :data:`REFUSED` after checking that the refusal was a typed
     error (naming its field, when it is invalid input) that changed nothing."""
-    before = row_counts(mem.store)
+    before = row_counts(store_of(mem))
     try:
         return call()
     except ChronomemError as exc:
         refused = exc
-    assert row_counts(mem.store) == before, f"a refused call wrote: {refused!r}"
+    assert row_counts(store_of(mem)) == before, f"a refused call wrote: {refused!r}"
     if isinstance(refused, InvalidInputError):
         assert refused.field, f"no field named: {refused!r}"
     outcomes["typed error"] += 1
@@ -152,7 +153,7 @@ def test_fuzzed_writes_succeed_exactly_or_change_nothing(
         assert record.has_embedding == (arguments.get("embedding") is not None)
 
     check()
-    name = f"fuzzed writes ({type(mem.store).__name__})"
+    name = f"fuzzed writes ({type(store_of(mem)).__name__})"
     figures[f"{name}: stored / refused by the gate / typed errors"] = " / ".join(
         str(n) for n in outcomes.values()
     )
@@ -167,7 +168,7 @@ def test_fuzzed_reads_answer_within_their_bounds_or_change_nothing(
     @_fuzz(plan)
     @given(arguments=_read_arguments(seed), peek=st.booleans())
     def check(arguments: dict[str, Any], peek: bool) -> None:
-        before = row_counts(mem.store)
+        before = row_counts(store_of(mem))
         read_only = {k: v for k, v in arguments.items() if k != "touch"}
         hits = _attempt(
             mem, outcomes, lambda: mem.peek(**read_only) if peek else mem.recall(**arguments)
@@ -183,10 +184,10 @@ def test_fuzzed_reads_answer_within_their_bounds_or_change_nothing(
         assert all(h.record.recorded_at <= as_of for h in hits)
         assert all(math.isfinite(h.score) for h in hits)
         if peek or arguments.get("touch") is False:
-            assert row_counts(mem.store) == before  # read-only reads change nothing
+            assert row_counts(store_of(mem)) == before  # read-only reads change nothing
 
     check()
-    name = f"fuzzed reads ({type(mem.store).__name__})"
+    name = f"fuzzed reads ({type(store_of(mem)).__name__})"
     figures[f"{name}: answered / typed errors"] = " / ".join(str(n) for n in outcomes.values())
 
 

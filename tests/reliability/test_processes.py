@@ -14,6 +14,7 @@ from typing import Any
 
 from chronomem import Memory
 
+from ..conftest import store_of
 from .conftest import Plan, Stores
 from .harness import Acknowledged, lost_writes, reopen, start_worker, violations
 
@@ -56,8 +57,8 @@ def test_four_processes_lose_nothing_and_never_move_an_access_time_back(
         with reopen(location) as mem:
             assert violations(mem) == []
             assert lost_writes(mem, merged) == []
-            with mem.store.snapshot():
-                stored = {i.record.id: i.record for i in mem.store.iter_records(mem.space)}
+            with store_of(mem).snapshot():
+                stored = {i.record.id: i.record for i in store_of(mem).iter_records(mem.space)}
         written = set(merged.remembered) | {new for _, new in merged.superseded}
         assert set(stored) == written - merged.purged  # each exactly once (ids are unique)
         wrong = [

@@ -23,6 +23,7 @@ import pytest
 from chronomem import Memory, PostgresStore, SimClock
 from chronomem.text import index_terms
 
+from ..conftest import store_of
 from .conftest import Plan
 
 PAGE_SIZES = (1024, 4096, 8192, 16384, 65536)
@@ -196,7 +197,7 @@ def test_no_purge_residue_in_postgresql_data_files_after_scrub(
         with scratch_database(postgres_admin, prefix="chronomem_residue") as url:
             clock = SimClock(datetime(2024, 1, 1, tzinfo=UTC))
             with Memory.open(url, embedder=None, clock=clock) as mem:
-                store = mem.store
+                store = store_of(mem)
                 assert isinstance(store, PostgresStore)
                 directory = _postgres_directory(store)
                 if directory is None:
@@ -239,8 +240,10 @@ def test_no_purge_residue_with_the_model_and_passages(
                 sensitivity="secret",
             ).id
             assert secret is not None
-            with mem.store.snapshot():
-                item = next(s for s in mem.store.iter_records(mem.space) if s.record.id == secret)
+            with store_of(mem).snapshot():
+                item = next(
+                    s for s in store_of(mem).iter_records(mem.space) if s.record.id == secret
+                )
             assert item.embedding is not None
             assert item.passages is not None
             vectors = [item.embedding, *item.passages]

@@ -14,7 +14,7 @@ import pytest
 from chronomem import ConfigError, Memory, SimClock
 from chronomem.text import passage_spans, passages
 
-from ..conftest import FixedEmbedder, unit
+from ..conftest import FixedEmbedder, store_of, unit
 
 LONG = "user: I like tea. By the way, I have 3 cats!"
 TEA, CATS = unit(1, 0, 0, 0), unit(0, 1, 0, 0)
@@ -45,8 +45,8 @@ class CountingEmbedder(FixedEmbedder):
 def stored(
     mem: Memory, text: str
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32] | None]:
-    with mem.store.snapshot():
-        row = next(s for s in mem.store.iter_records(mem.space) if s.record.text == text)
+    with store_of(mem).snapshot():
+        row = next(s for s in store_of(mem).iter_records(mem.space) if s.record.text == text)
     assert row.embedding is not None
     return row.embedding, row.passages
 

@@ -10,7 +10,7 @@ import pytest
 from chronomem import Memory, SimClock
 from chronomem.clock import to_micros
 
-from ..conftest import unit
+from ..conftest import store_of, unit
 
 # Irregular gaps between creations (hours).
 GAPS = (0, 1, 5, 6, 30, 31, 100)
@@ -43,7 +43,7 @@ def test_access_times_not_creation_times_decide(mem: Memory, clock: SimClock) ->
     # recently accessed, and so on.
     order = [ids[0], ids[4], ids[2], ids[6], ids[1], ids[5], ids[3]]
     for i, rid in enumerate(order):
-        mem.store.touch(
+        store_of(mem).touch(
             mem.space, [rid], to_micros(clock.now() + timedelta(hours=[1, 2, 7, 8, 20, 21, 50][i]))
         )
     clock.advance(hours=60)

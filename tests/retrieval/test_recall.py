@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from chronomem import PRESETS, Hit, InvalidInputError, Memory, SimClock
 
-from ..conftest import T0, FixedEmbedder, unit
+from ..conftest import T0, FixedEmbedder, store_of, unit
 
 
 def _all(mem: Memory) -> dict[str, object]:
-    with mem.store.snapshot():
-        return {i.record.id: i.record for i in mem.store.iter_records(mem.space)}
+    with store_of(mem).snapshot():
+        return {i.record.id: i.record for i in store_of(mem).iter_records(mem.space)}
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
@@ -111,12 +111,12 @@ def test_peek_and_touch_false_change_nothing(mem: Memory, clock: SimClock) -> No
         mem.remember(f"r{i}", embedding=unit(1, i))
     clock.advance(hours=1)
     before = _all(mem)
-    seq = mem.store.change_seq(mem.space)
+    seq = store_of(mem).change_seq(mem.space)
     mem.peek("q", query_embedding=unit(1, 0))
     mem.recall("q", query_embedding=unit(1, 0), touch=False)
     mem.recall_many(["a", "b"], query_embeddings=[unit(1, 0), unit(0, 1)], touch=False)
     assert _all(mem) == before
-    assert mem.store.change_seq(mem.space) == seq
+    assert store_of(mem).change_seq(mem.space) == seq
 
 
 def _memory_with_history(path: Path) -> Memory:
@@ -350,7 +350,7 @@ def test_a_write_rolled_back_after_a_read_inside_it_leaves_no_phantom(
     mem.remember("first", embedding=unit(1, 0))
 
     def write_then_fail() -> None:
-        with mem.store.write():
+        with store_of(mem).write():
             mem.remember("never committed", embedding=unit(1, 0))
             assert len(mem.peek("q", query_embedding=unit(1, 0))) == 2  # read inside the write
             raise RuntimeError("the write fails after the read")

@@ -19,7 +19,7 @@ from chronomem.retrieval.index import AgentArrays
 from chronomem.stores.base import EmbeddingMeta
 from chronomem.stores.sqlite import SQLiteStore
 
-from ..conftest import T0, FixedEmbedder
+from ..conftest import T0, FixedEmbedder, store_of
 
 AGENTS = ("ada", "bob", "cy")
 _WORDS = (
@@ -96,7 +96,7 @@ def _queries(mem: Memory) -> list[list[tuple[str, float]]]:
 
 
 def _arrays(mem: Memory, agents: list[str]) -> list[AgentArrays]:
-    with mem.store.snapshot():
+    with store_of(mem).snapshot():
         return mem._h.index.arrays(agents)
 
 
@@ -379,7 +379,7 @@ def test_an_index_written_with_a_purge_in_flight_is_deleted(tmp_path: Path) -> N
     clock = SimClock(T0)
     with _open(path, clock, snapshot=None) as mem:
         ids = _fill(mem, clock, random.Random(9), 40)
-        vector = mem.store.get_embedding(mem.space, ids[0])
+        vector = store_of(mem).get_embedding(mem.space, ids[0])
     assert vector is not None
     needle = vector.astype("<f4").tobytes()[:16]
     store = _PurgeAfterSync(path)

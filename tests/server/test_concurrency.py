@@ -21,7 +21,7 @@ from chronomem import Memory, SimClock
 from chronomem.client import Client
 from chronomem.server.spaces import SharedEmbedder
 
-from ..conftest import T0, FixedEmbedder
+from ..conftest import T0, FixedEmbedder, store_of
 from .service import running
 
 SEEDS = [f"seed {i}: the lamp of harbour {i % 7} was lit by keeper {i % 5}" for i in range(60)]
@@ -50,7 +50,7 @@ def _stored(location: str | Path) -> dict[str, tuple[float, bytes, bytes | None]
                 np.asarray(s.embedding).tobytes(),
                 None if s.passages is None else np.asarray(s.passages).tobytes(),
             )
-            for s in mem.store.iter_records("town")
+            for s in store_of(mem).iter_records("town")
         }
 
 

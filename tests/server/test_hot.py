@@ -22,7 +22,7 @@ from chronomem import Memory, SimClock
 from chronomem.clock import to_micros
 from chronomem.server.keys import create_key
 
-from ..conftest import T0
+from ..conftest import T0, store_of
 from .service import running
 
 LIMIT = 64 << 10
@@ -43,12 +43,12 @@ def pair(tmp_path: Path) -> Iterator[tuple[str, str, dict[str, str]]]:
             ],
             agent="ana",
         )  # fmt: skip
-        mem.store.set_space_clock("a", to_micros(T0 + timedelta(hours=5)))  # both services'
+        store_of(mem).set_space_clock("a", to_micros(T0 + timedelta(hours=5)))  # both services'
         tokens = {
-            scope: create_key(mem.store, space="a", scope=scope, label=None, now=T0)[1]
+            scope: create_key(store_of(mem), space="a", scope=scope, label=None, now=T0)[1]
             for scope in ("read", "write")
         }
-        tokens["other"] = create_key(mem.store, space="b", scope="admin", label=None, now=T0)[1]
+        tokens["other"] = create_key(store_of(mem), space="b", scope="admin", label=None, now=T0)[1]
     second = tmp_path / "plain.db"
     shutil.copyfile(first, second)
     with (

@@ -21,7 +21,7 @@ import pytest
 
 from chronomem import InvalidInputError, Memory, SimClock
 
-from ..conftest import T0, unit
+from ..conftest import T0, store_of, unit
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 WORKERS = 4
@@ -114,8 +114,8 @@ def test_concurrent_writers_and_touching_readers_lose_nothing(location: str | Pa
     assert len(acknowledged) == WORKERS * ROUNDS  # no id was handed out twice
     assert seen_from_others > 0
 
-    with Memory.open(location, embedder=None, clock=SimClock(T0)) as mem, mem.store.snapshot():
-        stored = {i.record.id: i.record for i in mem.store.iter_records(mem.space)}
+    with Memory.open(location, embedder=None, clock=SimClock(T0)) as mem, store_of(mem).snapshot():
+        stored = {i.record.id: i.record for i in store_of(mem).iter_records(mem.space)}
     assert set(acknowledged) | {seed} == set(stored)
     assert latest_touch  # the recalls touched something
     for rid, record in stored.items():

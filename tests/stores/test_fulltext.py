@@ -14,10 +14,12 @@ from chronomem.stores.sql import SQLStore
 from chronomem.stores.sqlite_schema import MIGRATIONS
 from chronomem.text import ANALYSER
 
+from ..conftest import store_of
+
 
 def _scores(mem: Memory, query: str, agents: list[str]) -> dict[str, float]:
-    matches = mem.store.lexical(mem.space, agents, query)
-    ids = dict(mem.store._query("SELECT pk, id FROM records"))  # type: ignore[attr-defined]
+    matches = store_of(mem).lexical(mem.space, agents, query)
+    ids = dict(store_of(mem)._query("SELECT pk, id FROM records"))  # type: ignore[attr-defined]
     return {
         ids[pk]: score
         for pk, score in zip(matches.pk.tolist(), matches.score.tolist(), strict=True)
@@ -56,10 +58,10 @@ def test_deleting_leaves_the_scores_of_a_store_that_never_had_the_record(
     with Memory.open(location, embedder=None, clock=clock) as mem:
         ids = [mem.remember(t).id for t in texts]
         gone = mem.remember("lamp lamp lamp secret code 1234", sensitivity="secret").id
-        (pk,) = mem.store._query("SELECT pk FROM records WHERE id = ?", (gone,))[0]  # type: ignore[attr-defined]
+        (pk,) = store_of(mem)._query("SELECT pk FROM records WHERE id = ?", (gone,))[0]  # type: ignore[attr-defined]
         mem.forget(gone, "erasure request")
         after = _scores(mem, "lamp code", ["default"])
-        postings = mem.store._query("SELECT COUNT(*) FROM postings WHERE pk = ?", (pk,))  # type: ignore[attr-defined]
+        postings = store_of(mem)._query("SELECT COUNT(*) FROM postings WHERE pk = ?", (pk,))  # type: ignore[attr-defined]
         assert postings[0][0] == 0
     with Memory.open(tmp_path / "never.db", embedder=None, clock=clock) as never:
         for t in texts:
@@ -88,7 +90,7 @@ def test_a_store_indexed_by_another_analyser_is_reindexed_on_open(
         for text in ("the lamp is lit", "lamp oil", "bread"):
             mem.remember(text)
         before = _scores(mem, "lamp oil", ["default"])
-        store = mem.store
+        store = store_of(mem)
         assert isinstance(store, SQLStore)
         with store.write():
             store._execute("UPDATE store_meta SET value = 'older' WHERE key = 'analyser'")
@@ -97,7 +99,7 @@ def test_a_store_indexed_by_another_analyser_is_reindexed_on_open(
         assert _scores(mem, "lamp oil", ["default"]) == {}
     with Memory.open(location, embedder=None, clock=clock) as mem:
         assert _scores(mem, "lamp oil", ["default"]) == before
-        meta = dict(mem.store._query("SELECT key, value FROM store_meta"))  # type: ignore[attr-defined]
+        meta = dict(store_of(mem)._query("SELECT key, value FROM store_meta"))  # type: ignore[attr-defined]
         assert meta["analyser"] == ANALYSER
 
 
@@ -126,11 +128,11 @@ def test_a_version_3_sqlite_store_moves_from_fts5_to_postings(db_path: Path) -> 
     conn.commit()
     conn.close()
     with Memory.open(db_path, embedder=None) as mem:
-        assert mem.store.schema_version() == MIGRATIONS[-1].version
+        assert store_of(mem).schema_version() == MIGRATIONS[-1].version
         assert list(_scores(mem, "lamps", ["default"])) == [f"01J{0:023d}"]
-        tables = {r[0] for r in mem.store._query("SELECT name FROM sqlite_master")}  # type: ignore[attr-defined]
+        tables = {r[0] for r in store_of(mem)._query("SELECT name FROM sqlite_master")}  # type: ignore[attr-defined]
         assert "records_fts" not in tables
-        totals = mem.store._query("SELECT docs, doc_len_sum FROM spaces")  # type: ignore[attr-defined]
+        totals = store_of(mem)._query("SELECT docs, doc_len_sum FROM spaces")  # type: ignore[attr-defined]
         assert totals == [(2, 4)]  # lamp lit / bread bake
 
 

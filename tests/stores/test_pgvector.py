@@ -25,6 +25,8 @@ from chronomem import (
     Weights,
 )
 
+from ..conftest import store_of
+
 DIM = 32
 N = 3000
 
@@ -174,7 +176,7 @@ def test_small_namespaces_and_crowded_indexes_are_scored_exactly(
         assert hits
         assert all(h.breakdown and h.breakdown.preselected is None for h in hits)
         # Above the threshold but a small share of the index: the filtered scan finds too few.
-        store = fast.store
+        store = store_of(fast)
         assert isinstance(store, PostgresStore)
         pks = store.nearest("default", ["cy"], queries[0], namespace=5000, k=10)
         assert pks is None
@@ -226,7 +228,7 @@ def test_the_copy_follows_purge_and_is_backfilled_when_switched_on(
         PostgresStore(pgvector_url, vector_index="off"), embedder=None, clock=clock
     ) as mem:
         mem.remember("one more", embedding=vectors[0])
-        left = mem.store._query("SELECT COUNT(*) FROM ann_vectors")  # type: ignore[attr-defined]
+        left = store_of(mem)._query("SELECT COUNT(*) FROM ann_vectors")  # type: ignore[attr-defined]
     assert left[0][0] == 50  # 50 copied, 1 purged, 1 added
 
 

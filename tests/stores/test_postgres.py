@@ -13,7 +13,7 @@ import pytest
 from chronomem import Memory, PostgresStore, SimClock, StoreError
 from chronomem.stores.postgres_schema import PG_MIGRATIONS
 
-from ..conftest import unit
+from ..conftest import store_of, unit
 
 NEEDLE = "vault combination Zq7xW-31-OPEN"
 
@@ -64,7 +64,7 @@ def test_embeddings_and_instants_are_stored_exactly(location: str | Path, clock:
     with Memory.open(location, embedder=None, clock=clock) as mem:
         rid = mem.remember("exact", embedding=tricky).id
     with Memory.open(location, embedder=None, clock=clock) as mem:
-        stored = mem.store.get_embedding(mem.space, rid)
+        stored = store_of(mem).get_embedding(mem.space, rid)
         assert stored is not None
         assert stored.tobytes() == tricky.tobytes()
         assert mem.get(rid).recorded_at == clock.now()
@@ -89,7 +89,7 @@ def test_purge_deletes_rows_vectors_postings_and_the_documented_vacuum_erases_th
     with Memory.open(postgres_url, embedder=None, clock=clock) as mem:
         keep = mem.remember("the lighthouse lamp is lit", embedding=unit(1, 0)).id
         secret = mem.remember(NEEDLE, sensitivity="secret", embedding=unit(0, 1)).id
-        store = mem.store
+        store = store_of(mem)
         assert isinstance(store, PostgresStore)
         (pk,) = store._query("SELECT pk FROM records WHERE id = ?", (secret,))[0]
         directory = _data_directory(store)

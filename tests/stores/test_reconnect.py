@@ -9,7 +9,7 @@ import pytest
 from chronomem import Memory, PostgresStore, SimClock, StoreError, StoreUnavailableError
 from chronomem.stores.base import StoredRecord
 
-from ..conftest import unit
+from ..conftest import store_of, unit
 
 
 def _drop_connection(admin_url: str, store: PostgresStore) -> None:
@@ -26,7 +26,7 @@ def test_an_idle_handle_reconnects_on_its_next_call(
 ) -> None:
     with Memory.open(postgres_url, embedder=None, clock=clock) as mem:
         first = mem.remember("before the drop", embedding=unit(1, 0)).id
-        store = mem.store
+        store = store_of(mem)
         assert isinstance(store, PostgresStore)
         for call in (
             lambda: mem.remember("after the drop", embedding=unit(0, 1)),
@@ -45,7 +45,7 @@ def test_a_transaction_cut_short_is_a_typed_error_that_wrote_nothing(
 ) -> None:
     with Memory.open(postgres_url, embedder=None, clock=clock) as mem:
         mem.remember("kept", embedding=unit(1, 0))
-        store = mem.store
+        store = store_of(mem)
         assert isinstance(store, PostgresStore)
         draft = mem.get(mem.remember("template", embedding=unit(0, 1)).id)
 

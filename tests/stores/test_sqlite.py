@@ -17,7 +17,7 @@ import pytest
 from chronomem import Memory, SimClock, SQLiteStore, StoreError
 from chronomem.stores.sqlite_schema import MIGRATIONS
 
-from ..conftest import unit
+from ..conftest import store_of, unit
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -70,7 +70,7 @@ def test_a_version_1_store_is_migrated_in_place(db_path: Path) -> None:
     conn.close()
     with Memory.open(db_path, embedder=None) as mem:
         rid = mem.remember("survives the migration").id
-        assert mem.store.schema_version() == MIGRATIONS[-1].version
+        assert store_of(mem).schema_version() == MIGRATIONS[-1].version
         assert mem.get(rid).valid_until_before is None
 
 
@@ -148,7 +148,7 @@ def test_full_text_index_follows_the_records(db_path: Path) -> None:
     with Memory.open(db_path, embedder=None) as mem:
         mem.remember("the lighthouse keeper lit the lamp")
         mem.remember("bread prices doubled in the market")
-        matches = mem.store.lexical(mem.space, ["default"], "lamp lighthouse")
+        matches = store_of(mem).lexical(mem.space, ["default"], "lamp lighthouse")
         assert matches.pk.size == 1
         assert matches.score[0] > 0
-        assert mem.store.lexical(mem.space, ["default"], "???").pk.size == 0
+        assert store_of(mem).lexical(mem.space, ["default"], "???").pk.size == 0

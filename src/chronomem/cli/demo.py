@@ -23,7 +23,7 @@ from chronomem.clock import SimClock
 from chronomem.engine import Memory
 from chronomem.errors import ChronomemError, ConfigError
 from chronomem.llm.base import LLMClient
-from chronomem.model.record import Hit, WriteResult
+from chronomem.model.record import Hit, Record, WriteResult
 
 __all__ = ["run_demo"]
 
@@ -308,9 +308,8 @@ def _instructions_that_forget(path: Path, embedder: object) -> None:
             print(f"    {entry.at:%b %d}  {entry.action:<9} {short[entry.record_id]}…{why}")
 
 
-def _all_records(mem: Memory) -> list:  # type: ignore[type-arg]
-    with mem.store.snapshot():
-        return [item.record for item in mem.store.iter_records(mem.space)]
+def _all_records(mem: Memory) -> list[Record]:
+    return mem.records(include_history=True, limit=100_000)
 
 
 def _reflection(path: Path, clock: SimClock, embedder: object, llm: LLMClient | None) -> None:

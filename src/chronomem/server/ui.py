@@ -40,6 +40,8 @@ __all__ = ["COOKIE", "mount_ui"]
 
 COOKIE = "chronomem_key"
 _SHOWN = 500  # the timeline lists the newest records up to this many
+_GRAPH_EVENTS = 2_000  # the causal page draws at most this many events
+_CITES = "cites it as evidence"
 _TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 
 
@@ -194,16 +196,10 @@ def mount_ui(app: FastAPI, spaces: Spaces, gate: Gate) -> None:
             record = memory.get(record_id)
         except ChronomemError as exc:
             return page(request, "error.html", space, status=404, message=str(exc))
-        cited = [r for r in (_get(memory, i) for i in record.evidence) if r is not None]
-        citing = [
-            r
-            for r in (
-                _get(memory, i)
-                for i, why in memory.store.dependants(space, record.id)
-                if why == "cites it as evidence"
-            )
-            if r is not None
-        ]
+        cited = memory.get_many(record.evidence)
+        citing = memory.get_many(
+            [d.record_id for d in memory.dependants(record.id) if d.relation == _CITES]
+        )
         chain = memory.history(record.id)
         # The chain's lifecycle is one story: a supersession is logged on the version it closed.
         audit = sorted((e for r in chain for e in memory.audit(r.id)), key=lambda e: e.at)
@@ -242,7 +238,7 @@ def mount_ui(app: FastAPI, spaces: Spaces, gate: Gate) -> None:
     def causal(request: Request, space: str, crisis: str | None = None) -> HTMLResponse:
         who = caller(request, space)
         memory = spaces.memory(space)
-        events = [e for e, _ in memory.store.iter_events(space)]
+        events = memory.events(limit=_GRAPH_EVENTS)
         links = memory.links()
         chosen = next((e for e in events if e.id == crisis), None)
         ancestors = memory.ancestors(chosen.id) if chosen else []
@@ -288,10 +284,7 @@ def mount_ui(app: FastAPI, spaces: Spaces, gate: Gate) -> None:
         curator = who.scope.allows(Scope.WRITE)
         proposals = memory.review() if curator else memory.proposals("open")
         records = {
-            r.id: r
-            for r in memory.store.get_records(
-                space, sorted({i for p in proposals for i in p.record_ids})
-            )
+            r.id: r for r in memory.get_many(sorted({i for p in proposals for i in p.record_ids}))
         }
         return page(
             request, "review.html", space, proposals=proposals, records=records, note=note,
