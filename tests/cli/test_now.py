@@ -47,7 +47,7 @@ def test_the_environment_sets_now_and_the_flag_wins(
     monkeypatch.setenv("CHRONOMEM_NOW", "yesterday")
     code, _, err = run(capsys, "stats", *common)
     assert code == 1
-    assert err.startswith("chronomem: error: CHRONOMEM_NOW='yesterday' is not an ISO 8601")
+    assert err.startswith("chronomem: error: CHRONOMEM_NOW is not an ISO 8601 instant: 'yesterday'")
 
 
 def test_a_write_may_not_move_the_space_backwards(

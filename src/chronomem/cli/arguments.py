@@ -8,7 +8,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from chronomem.clock import require_aware
+from chronomem.checks import parse_instant
 from chronomem.errors import InvalidInputError
 
 __all__ = [
@@ -24,17 +24,9 @@ __all__ = [
 
 def instant(text: str) -> datetime:
     try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not an ISO 8601 instant (e.g. 2024-01-31T09:00:00Z)"
-        ) from None
-    try:
-        return require_aware(parsed, "time")
-    except InvalidInputError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} has no UTC offset; add one, e.g. {text}Z or {text}+02:00"
-        ) from None
+        return parse_instant(text, "the time")
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("the time ")) from None
 
 
 def signal(text: str) -> str | float:

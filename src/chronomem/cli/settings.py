@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from chronomem.checks import parse_instant
 from chronomem.cli.host import os_user
 from chronomem.errors import ConfigError, InvalidInputError
 
@@ -84,16 +85,12 @@ def _count(text: str | None, name: str) -> int | None:
 
 
 def _instant(text: str | None, name: str) -> datetime | None:
-    from chronomem.clock import require_aware
-
     if not text:
         return None
     try:
-        return require_aware(datetime.fromisoformat(text), name)
-    except (ValueError, InvalidInputError):
-        raise ConfigError(
-            f"{name}={text!r} is not an ISO 8601 instant with an offset (e.g. 2024-03-01T09:00Z)"
-        ) from None
+        return parse_instant(text, name)
+    except InvalidInputError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def embedder_for(cfg: Settings) -> Embedder | None:

@@ -10,7 +10,7 @@ blocks on the engine. Errors are problem documents (``problems.py``).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -132,16 +132,8 @@ def _errors(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        found = exc.errors()
-        first = found[0] if found else {}
-        where = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
-        detail = "; ".join(
-            f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body')}: {e.get('msg')}"
-            for e in found
-        )
-        return _problem(
-            problems.problem(422, "InvalidInputError", detail, field=".".join(where) or None)
-        )
+        detail, field = _validation_detail(exc.errors(), request.headers.get("content-type"))
+        return _problem(problems.problem(422, "InvalidInputError", detail, field=field))
 
     @app.exception_handler(HTTPException)
     def http_error(request: Request, exc: HTTPException) -> JSONResponse:
@@ -151,6 +143,35 @@ def _errors(app: FastAPI) -> None:
     def crashed(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
         return _problem(problems.problem(500, "InternalError", "the server failed; see its log"))
+
+
+_JSON_HINT = (
+    "send the body as JSON with the header Content-Type: application/json (curl: --json "
+    "'{...}', or -H 'Content-Type: application/json' -d '{...}')"
+)
+
+
+def _validation_detail(found: Sequence[Any], content_type: str | None) -> tuple[str, str | None]:
+    """A 422's message and field from pydantic's errors, said for a person: a body that is not
+    JSON says where it broke, a body that was not sent as JSON says how to send it, and the
+    field is a name (never a character position)."""
+    first = found[0] if found else {}
+    kind = first.get("type")
+    if kind == "json_invalid":
+        where = next((p for p in first.get("loc", ())[1:] if isinstance(p, int)), None)
+        at = f" at character {where}" if where is not None else ""
+        reason = (first.get("ctx") or {}).get("error") or first.get("msg")
+        return f"the body is not valid JSON{at}: {reason}", None
+    sent_json = (content_type or "").split(";")[0].strip().lower().endswith("json")
+    if tuple(first.get("loc", ())) == ("body",) and not sent_json:
+        got = f"it came as {content_type}" if content_type else "it came with no Content-Type"
+        return f"the body must be a JSON object ({got}): {_JSON_HINT}", None
+    parts = []
+    for e in found:
+        path = ".".join(str(p) for p in e.get("loc", ()) if p not in ("body", "query", "path"))
+        parts.append(f"{path}: {e.get('msg')}" if path else str(e.get("msg")))
+    names = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
+    return "; ".join(parts), ".".join(names) or None
 
 
 class _BodyLimit:

@@ -49,14 +49,17 @@ def serve(settings: ServeSettings) -> int:
     )
     try:
         loopback = is_loopback(settings.host)
-        if not loopback and not any(k.is_active for k in spaces.admin.api_keys()):
+        keyed = any(k.is_active for k in spaces.admin.api_keys())
+        if not loopback and not keyed:
             raise ConfigError(
                 f"refusing to serve on {settings.host} without API keys: anyone who can reach it "
                 f"would have admin rights. Create one with `chronomem keys create --scope admin "
                 f"--all-spaces`, or serve on 127.0.0.1"
             )
         app = create_app(spaces, loopback=loopback, max_body_bytes=settings.max_body_bytes)
-        mode = "open to the local user (no keys yet)" if loopback else "API keys required"
+        mode = (
+            "API keys required" if keyed or not loopback else "open to the local user (no keys yet)"
+        )
         print(
             f"chronomem serving {len(spaces.admin.spaces())} space(s) on "
             f"http://{settings.host}:{settings.port} ({mode}); docs at /docs",

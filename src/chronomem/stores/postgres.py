@@ -191,7 +191,7 @@ class PostgresStore(SQLStore):
         if not create:
             raise StoreError(
                 f"no chronomem store in {self.location} (nothing is created by a read; write "
-                f"to it first, or open with create=True)"
+                f"to it first: a write creates the store)"
             )
 
     # -- the backend -------------------------------------------------------------------------
