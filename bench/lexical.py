@@ -32,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine, write_results
+from _quality import store_of
 from chronomem import Memory, SimClock
 from chronomem.stores.postgres import redact, scratch_database
 from chronomem.text import query_terms
@@ -113,7 +114,7 @@ def main() -> int:
 
         rows["FTS5 bm25() (baseline)"] = {**summary(timed(baseline, queries)), "build_s": fts_build}
         rows["chronomem lexical, SQLite"] = {
-            **summary(timed(lambda q: mem.store.lexical(mem.space, ["a"], q), queries)),
+            **summary(timed(lambda q: store_of(mem).lexical(mem.space, ["a"], q), queries)),
             "build_s": build,
         }
         rows["chronomem lexical-only peek top-10, SQLite"] = summary(
@@ -125,7 +126,7 @@ def main() -> int:
         with scratch_database(args.store, prefix="chronomem_bench") as url:
             pg, pg_build = fill(url, docs)
             rows["chronomem lexical, PostgreSQL"] = {
-                **summary(timed(lambda q: pg.store.lexical(pg.space, ["a"], q), queries)),
+                **summary(timed(lambda q: store_of(pg).lexical(pg.space, ["a"], q), queries)),
                 "build_s": pg_build,
             }
             pg.close()

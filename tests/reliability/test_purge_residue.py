@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from chronomem import Memory, PostgresStore, SimClock
-from chronomem.text import index_terms
+from chronomem.analysis.analyser import default_analyser
 
 from ..conftest import store_of
 from .conftest import Plan
@@ -123,7 +123,9 @@ def _build_dense(mem: Memory, seed: int) -> tuple[str, list[bytes]]:
 def _needles(words: list[str], vector: np.ndarray | None) -> list[bytes]:
     """The secret's own words and their index terms (the filler around them is in other
     records too), and its vector's first and last 16 bytes."""
-    needles = [w.encode() for w in words] + [t.encode() for t in index_terms(" ".join(words))]
+    needles = [w.encode() for w in words] + [
+        t.encode() for t in default_analyser().terms(" ".join(words))
+    ]
     if vector is not None:
         raw = vector.astype("<f4").tobytes()
         needles += [raw[:16], raw[-16:]]

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from chronomem import Memory, SimClock
+from chronomem.analysis.analyser import default_analyser
 from chronomem.stores.sql import SQLStore
 from chronomem.stores.sqlite_schema import MIGRATIONS
-from chronomem.text import ANALYSER
 
 from ..conftest import store_of
 
@@ -100,7 +100,7 @@ def test_a_store_indexed_by_another_analyser_is_reindexed_on_open(
     with Memory.open(location, embedder=None, clock=clock) as mem:
         assert _scores(mem, "lamp oil", ["default"]) == before
         meta = dict(store_of(mem)._query("SELECT key, value FROM store_meta"))  # type: ignore[attr-defined]
-        assert meta["analyser"] == ANALYSER
+        assert meta["analyser"] == default_analyser().name
 
 
 def test_a_version_3_sqlite_store_moves_from_fts5_to_postings(db_path: Path) -> None:

@@ -11,10 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from chronomem.analysis.analyser import default_analyser, missing_segmenters
 from chronomem.arrays import F64, I64
+from chronomem.errors import ConfigError
 from chronomem.stores.base import LexicalMatches
 from chronomem.stores.sql.backend import SQLBackend, marks
-from chronomem.text import ANALYSER, index_terms, query_terms
+from chronomem.text import spoken
 
 __all__ = [
     "add_documents",
@@ -69,7 +71,7 @@ def remove_documents(db: SQLBackend, space: str, where: str, params: Sequence[An
 
 
 def lexical(db: SQLBackend, space: str, agents: Sequence[str], query: str) -> LexicalMatches:
-    terms = query_terms(query)
+    terms = default_analyser().query_terms(query)
     totals: list[Any] = []
     df: list[Any] = []
     rows: list[Any] = []
@@ -110,10 +112,26 @@ def bm25(postings: I64, df: F64, n_docs: int, total_len: int) -> LexicalMatches:
     return LexicalMatches(pk=keys, score=np.add.reduceat(part, first))
 
 
-def analyser_is_current(db: SQLBackend) -> bool:
-    """Whether this version's analyser built the postings."""
+def _recorded(db: SQLBackend) -> str | None:
     rows = db._query("SELECT value FROM store_meta WHERE key = 'analyser'")
-    return bool(rows) and rows[0][0] == ANALYSER
+    return str(rows[0][0]) if rows else None
+
+
+def analyser_is_current(db: SQLBackend) -> bool:
+    """Whether this process's analyser built the postings. A store indexed with a segmenter this
+    process lacks is refused (``ConfigError``): re-indexing it without would lose what the
+    segmenter finds, and writing beside it would mix two analyses in one index."""
+    recorded = _recorded(db)
+    if recorded is None:
+        return False
+    lacking = missing_segmenters(recorded)
+    if lacking:
+        raise ConfigError(
+            f"{db.location}: its full-text index was built with word segmenters this "
+            f"environment lacks ({', '.join(lacking)}); install them (pip install "
+            f"'chronomem[languages]') to open it"
+        )
+    return recorded == default_analyser().name
 
 
 def reindex_if_stale(db: SQLBackend) -> None:
@@ -124,19 +142,21 @@ def reindex_if_stale(db: SQLBackend) -> None:
 
 
 def reindex(db: SQLBackend) -> None:
-    """Rebuild every posting and per-space total with this version's analyser."""
+    """Rebuild every posting and per-space total with this process's analyser."""
+    analyser = default_analyser()
     with db.write():
         db._execute("DELETE FROM postings")
         db._execute("UPDATE spaces SET docs = 0, doc_len_sum = 0")
         last_pk = 0
         while True:
             rows = db._execute(
-                "SELECT pk, space, agent, text FROM records WHERE pk > ? ORDER BY pk LIMIT 5000",
+                "SELECT pk, space, agent, text, speaker FROM records WHERE pk > ?"
+                " ORDER BY pk LIMIT 5000",
                 (last_pk,),
             ).fetchall()
             if not rows:
                 break
-            terms = [index_terms(r[3]) for r in rows]
+            terms = [analyser.terms(spoken(r[3], r[4])) for r in rows]
             db._executemany(
                 "UPDATE records SET doc_len = ? WHERE pk = ?",
                 [(len(t), r[0]) for r, t in zip(rows, terms, strict=True)],
@@ -145,7 +165,7 @@ def reindex(db: SQLBackend) -> None:
                 db,
                 (
                     (space, pk, agent, t)
-                    for (pk, space, agent, _), t in zip(rows, terms, strict=True)
+                    for (pk, space, agent, _, _), t in zip(rows, terms, strict=True)
                 ),
             )
             last_pk = rows[-1][0]
@@ -157,5 +177,5 @@ def reindex(db: SQLBackend) -> None:
         db._execute(
             "INSERT INTO store_meta (key, value) VALUES ('analyser', ?)"
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (ANALYSER,),
+            (analyser.name,),
         )
