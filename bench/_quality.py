@@ -72,6 +72,11 @@ class CachedEmbedder:
     def dim(self) -> int:
         return self._inner.dim
 
+    @property
+    def languages(self) -> frozenset[str] | None:
+        """The model's languages (its card's: English), as the engine weighs its cosines."""
+        return self._inner.languages  # type: ignore[no-any-return]
+
     @staticmethod
     def _key(text: str) -> str:
         return hashlib.sha1(text.encode()).hexdigest()
@@ -130,15 +135,21 @@ def ndcg(ranking: Sequence[str], relevant: set[str], k: int) -> float:
     return dcg([1.0 if r in relevant else 0.0 for r in ranking[:k]]) / ideal if ideal else 0.0
 
 
+def store_of(mem: Any) -> Any:
+    """The store behind a handle: the benchmarks' baselines read it directly (white-box, as the
+    storage tests do); no adapter of chronomem reaches it."""
+    return mem._h.store
+
+
 def bm25_scores(mem: Any, agent: str, query: str, ids: Sequence[str]) -> np.ndarray:
     """The store's own BM25 for ``query`` (the lexical leg of chronomem's hybrid relevance) for
     each of ``ids`` (records of ``agent`` in ``mem``'s space), 0 where no term matches."""
-    with mem.store.snapshot():
-        cols = mem.store.load_columns(mem.space, [agent])
+    with store_of(mem).snapshot():
+        cols = store_of(mem).load_columns(mem.space, [agent])
     pk_of = dict(zip(cols.pk.tolist(), cols.ids, strict=True))
     position = {rid: i for i, rid in enumerate(ids)}
     out = np.zeros(len(ids))
-    lexical = mem.store.lexical(mem.space, [agent], query)
+    lexical = store_of(mem).lexical(mem.space, [agent], query)
     for pk, score in zip(lexical.pk.tolist(), lexical.score.tolist(), strict=True):
         out[position[pk_of[pk]]] = score
     return out

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from chronomem.errors import InvalidInputError
 
-__all__ = ["Embedder", "as_vector", "is_thread_safe", "read_lengths"]
+__all__ = [
+    "Embedder",
+    "as_vector",
+    "card_languages",
+    "declared_languages",
+    "is_thread_safe",
+    "model_languages",
+    "read_lengths",
+]
 
 
 @runtime_checkable
@@ -26,6 +34,10 @@ class Embedder(Protocol):
     ``thread_safe = True`` (see :func:`is_thread_safe`); the engine then embeds outside a
     handle's lock, so one call's model run never holds up another call's store work. Without it
     the engine calls it under the lock, one call at a time.
+
+    An embedder may declare the languages its model reads (``languages``: ISO 639-1 codes, or
+    ``None`` for every language, see :func:`model_languages`); where a query or a record is in a
+    language it does not read, the hybrid fusion counts words only for that pair (DESIGN §9).
     """
 
     @property
@@ -41,6 +53,55 @@ def is_thread_safe(embedder: object) -> bool:
     """Whether ``embedder`` declares ``thread_safe = True``: it may be called from several
     threads at once (``None`` and embedders that do not say so: no)."""
     return getattr(embedder, "thread_safe", False) is True
+
+
+def model_languages(embedder: object) -> frozenset[str] | None:
+    """The languages ``embedder`` declares it reads (``languages``: ISO 639-1 codes), or
+    ``None`` — every language — when it declares none (as for any embedder that predates the
+    attribute: its cosines count everywhere, as they always did)."""
+    found = getattr(embedder, "languages", None)
+    return None if found is None else frozenset(str(x) for x in found)
+
+
+def card_languages(folder: Path) -> frozenset[str] | None:
+    """The languages a model folder's card declares (``language:`` in its ``README.md`` front
+    matter: one code or a list); ``None`` when it declares none or says ``multilingual``."""
+    card = folder / "README.md"
+    if not card.is_file():
+        return None
+    text = card.read_text(encoding="utf-8", errors="replace")
+    if not text.startswith("---"):
+        return None
+    front = text[3 : text.find("\n---", 3)] if "\n---" in text[3:] else ""
+    found: list[str] = []
+    lines = front.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("language:"):
+            continue
+        value = line.split(":", 1)[1].strip()
+        if value.startswith("["):
+            found += [v.strip(" '\"") for v in value.strip("[]").split(",")]
+        elif value:
+            found.append(value.strip(" '\""))
+        else:
+            for item in lines[i + 1 :]:
+                if not item.lstrip().startswith("-"):
+                    break
+                found.append(item.lstrip()[1:].strip(" '\""))
+        break
+    codes = {f.lower() for f in found if f}
+    if not codes or "multilingual" in codes:
+        return None
+    return frozenset(codes)
+
+
+def declared_languages(
+    folder: Path, given: Collection[str] | Literal["card"] | None
+) -> frozenset[str] | None:
+    """An embedder's ``languages``: the ones given, or (``"card"``) the folder card's."""
+    if given == "card":
+        return card_languages(folder)
+    return None if given is None else frozenset(given)
 
 
 def read_lengths(embedder: object, texts: Sequence[str]) -> list[int]:

@@ -25,14 +25,14 @@ import json
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from chronomem.embedders.base import read_dim
+from chronomem.embedders.base import declared_languages, read_dim
 from chronomem.embedders.onnx_session import (
     INPUTS,
     length_batches,
@@ -93,6 +93,8 @@ class OnnxEmbedder:
             it embeds up to 1.2x as many chat turns per second as 64 (smaller activations stay
             in cache).
         num_threads: ONNX Runtime threads within an operator; ``None`` leaves its default.
+        languages: the languages the model reads (ISO 639-1 codes; ``None``: every language);
+            default: what the folder's model card declares (all-MiniLM-L6-v2: English).
 
     The model is exported (needs torch, ``transformers`` and ``onnx`` once) or opened from the
     cache on first use; :meth:`prepare` does it eagerly.
@@ -108,6 +110,7 @@ class OnnxEmbedder:
         cache_dir: str | os.PathLike[str] | None = None,
         batch_size: int = 32,
         num_threads: int | None = None,
+        languages: Collection[str] | Literal["card"] | None = "card",
     ) -> None:
         if model_path is None:
             self._path = bundled_model_path()
@@ -128,6 +131,7 @@ class OnnxEmbedder:
         self._cache_root = Path(cache_dir) if cache_dir is not None else None
         self.batch_size = batch_size
         self.num_threads = num_threads
+        self.languages = declared_languages(self._path, languages)
         self._dim: int | None = read_dim(self._path)
         self._session: Any = None
         self._tokenizer: Any = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -55,6 +55,9 @@ class OpenAICompatibleEmbedder:
         backoff: seconds before the first retry, doubled each time (``Retry-After`` wins when the
             server sends seconds), each wait capped at ``max_wait``.
         sleep: how to wait between attempts (tests pass a recorder).
+        languages: the languages the model reads (ISO 639-1 codes); ``None`` (the default):
+            every language — say which when the model is monolingual, so its cosines do not
+            outvote words in a language it does not read.
     """
 
     def __init__(
@@ -71,6 +74,7 @@ class OpenAICompatibleEmbedder:
         backoff: float = 0.5,
         max_wait: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
+        languages: Collection[str] | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"base_url must be an http(s) URL; got {base_url!r}")
@@ -91,6 +95,7 @@ class OpenAICompatibleEmbedder:
         self.timeout = timeout
         self._policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_wait=max_wait)
         self._sleep = sleep
+        self.languages = None if languages is None else frozenset(languages)
 
     @property
     def model_id(self) -> str:

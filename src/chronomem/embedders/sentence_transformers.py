@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from chronomem.embedders.base import read_dim
+from chronomem.embedders.base import declared_languages, read_dim
 from chronomem.errors import ConfigError, EmbedderError
 
 __all__ = ["DEFAULT_MODEL_ID", "SentenceTransformerEmbedder", "bundled_model_path"]
@@ -44,6 +44,8 @@ class SentenceTransformerEmbedder:
         batch_size: texts per forward pass.
         num_threads: torch CPU threads (process-wide); ``None`` leaves torch's default. On two
             loaded cores one thread is often faster than two.
+        languages: the languages the model reads (ISO 639-1 codes; ``None``: every language);
+            default: what the folder's model card declares (all-MiniLM-L6-v2: English).
     """
 
     def __init__(
@@ -53,6 +55,7 @@ class SentenceTransformerEmbedder:
         model_id: str | None = None,
         batch_size: int = 64,
         num_threads: int | None = None,
+        languages: Collection[str] | Literal["card"] | None = "card",
     ) -> None:
         if model_path is None:
             self._path = bundled_model_path()
@@ -66,6 +69,7 @@ class SentenceTransformerEmbedder:
             raise ConfigError(f"batch_size must be >= 1; got {batch_size}")
         self.batch_size = batch_size
         self.num_threads = num_threads
+        self.languages = declared_languages(self._path, languages)
         self._dim = read_dim(self._path)
         self._model: Any = None
         self._lock = threading.Lock()

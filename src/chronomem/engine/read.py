@@ -13,7 +13,7 @@ from chronomem.arrays import F32, unit_vector
 from chronomem.checks import MAX_QUERY_CHARS, check_text, shown
 from chronomem.clock import to_micros
 from chronomem.config import RelevanceMode, ScoringConfig, resolve_preset
-from chronomem.embedders.base import as_vector, is_thread_safe
+from chronomem.embedders.base import as_vector, is_thread_safe, model_languages
 from chronomem.engine.handle import Handle
 from chronomem.errors import InvalidInputError
 from chronomem.model.record import Hit, Kind
@@ -139,6 +139,7 @@ def recall_many(
             asker=options.asker,
             dedup=options.dedup,
             by_similarity=options.rank_by == "similarity",
+            languages=model_languages(h.embedder) if vector is not None else None,
         )
         for text, vector in zip(texts, vectors, strict=True)
     ]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from chronomem.analysis.scripts import language_code
 from chronomem.arrays import F32, Rows, unit_rows
 from chronomem.errors import StoreError
 from chronomem.model.record import Kind
@@ -65,7 +66,7 @@ class AgentArrays:
         "superseded_at",
     )
     _F64_FIELDS = ("importance", "feedback_score")
-    _OTHER_FIELDS = ("kind", "speaker", "has_embedding", "has_passages", "ids")
+    _OTHER_FIELDS = ("kind", "speaker", "language", "has_embedding", "has_passages", "ids")
 
     def __init__(self, agent: str, dim: int | None, capacity: int = 16) -> None:
         self.agent = agent
@@ -80,6 +81,8 @@ class AgentArrays:
         # the speaker of each row as a code into speaker_names (-1: none), kept on append
         self.speaker = np.zeros(cap, dtype=np.int32)
         self.speaker_names: dict[str, int] = {}
+        # each row's language as its position in analysis.scripts.LANGUAGES, kept on append
+        self.language = np.zeros(cap, dtype=np.int8)
         self.has_embedding = np.zeros(cap, dtype=np.bool_)
         self.has_passages = np.zeros(cap, dtype=np.bool_)
         self.ids = np.empty(cap, dtype=_ID_DTYPE)
@@ -220,6 +223,7 @@ class AgentArrays:
             -1 if (who := speaker(cols.texts[i])) is None else names.setdefault(who, len(names))
             for i in rows
         ]
+        self.language[at] = [language_code(cols.texts[i]) for i in rows]
         self.ids[at] = [cols.ids[i] for i in rows]
         for offset, i in enumerate(rows):
             self.position[cols.ids[i]] = start + offset
@@ -333,6 +337,10 @@ class AgentArrays:
             cached = np.fromiter((dedup_key(t) for t in self.texts), dtype=np.int64, count=self.n)
             self._derived["text_keys"] = cached
         return cached  # type: ignore[return-value]
+
+    def language_codes(self) -> npt.NDArray[np.int8]:
+        """Each text's language as its position in ``analysis.scripts.LANGUAGES``."""
+        return self.language[: self.n]
 
     def domain_keys(self) -> npt.NDArray[np.int64]:
         """Hashes of the domains (0 for no domain) for equality tests."""

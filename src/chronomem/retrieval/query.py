@@ -24,6 +24,8 @@ class Query:
     :func:`chronomem.retrieval.relevance.similarities`).
     ``valid_at`` is the world-time instant for validity windows (default: ``as_of``).
     ``asker`` is who asks (a transcript speaker name): first-person queries refer to them.
+    ``languages``: the languages the query vector's model reads (``None``: every language);
+    cosines count only where it reads both the query and the record (DESIGN §9).
     """
 
     text: str
@@ -41,6 +43,7 @@ class Query:
     asker: str | None = None
     dedup: bool = True
     by_similarity: bool = False
+    languages: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,8 +25,10 @@ from chronomem.retrieval.columns import Columns, columns, visible
 from chronomem.retrieval.crisis import fuse_boost
 from chronomem.retrieval.cues import SpeakerCue, TimeCue, speaker_cue, time_cue
 from chronomem.retrieval.index import KIND_CODES
+from chronomem.retrieval.languages import Coverage, model_reads
 from chronomem.retrieval.query import Crisis, Query
 from chronomem.retrieval.relevance import lexical, preselect, similarities
+from chronomem.retrieval.similarity import by_similarity, similarity_of
 from chronomem.retrieval.space import SpaceIndex
 from chronomem.scoring.score import Candidates, Scores, rank, score
 from chronomem.scoring.versions import adjust_versions, spread_sessions
@@ -246,6 +248,7 @@ def _breakdown(
     versions: dict[int, dict[str, float]],
     chosen: Mask | None,
     speaker: SpeakerCue | None,
+    coverage: Coverage,
 ) -> Breakdown:
     c = q.config
     parts = scores.components(row)
@@ -258,7 +261,8 @@ def _breakdown(
         preselected=None if chosen is None else not outside,
         relevance_lexical=parts.lexical,
         speaker=_speaker_of(cols, row) if parts.speaker else None,
-        cues=_cues(speaker, life.when, q),
+        cues=_cues(speaker, life.when, q, coverage.question),
+        unread_language=coverage.language_not_read(row),
         relevance=parts.relevance,
         recency_mode=c.recency.value,
         age=timedelta(microseconds=parts.age_us),
@@ -276,9 +280,16 @@ def _breakdown(
     )
 
 
-def _cues(speaker: SpeakerCue | None, when: TimeCue | None, q: Query) -> dict[str, str]:
+def _cues(
+    speaker: SpeakerCue | None, when: TimeCue | None, q: Query, unread_question: str | None
+) -> dict[str, str]:
     """What the question's words made the read favour, for every hit of the read."""
     out = {}
+    if unread_question is not None:
+        out["language"] = (
+            f"the embedding model does not read this question's language ({unread_question}): "
+            "relevance from its words"
+        )
     if speaker is not None:
         out["speaker"] = speaker.reason
     if when is not None:
@@ -346,6 +357,7 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
         mask = _visible(cols, q)
         if mask is not None and not mask.any():
             return []
+        q, coverage = model_reads(cols, q)
         needs_lexical = q.vector is None or q.config.relevance is not RelevanceMode.DENSE
         lexical_scores = lexical(store, space, cols, q.text) if needs_lexical else None
         chosen = preselect(store, space, cols, q, lexical_scores, mask)
@@ -382,6 +394,7 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             speaker=None if speaker is None else speaker.match,
             inserted=inserted,
             listed_after=listed_after,
+            unread=coverage.unread,
         )
         if exact is not None and bound is not None:
             window = 0 if q.config.versions is None else q.config.versions.window
@@ -394,7 +407,7 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
         if q.crisis is not None:  # exact from `floor` up: the top k and every row above it
             scores, boost, floor = fuse_boost(episodic, cols, q.crisis, q.k)
         scores, versions = _versions(scores, cols, ids, recorded_at, q, when)
-        ranking = _by_similarity(scores, cols, dense, chosen) if q.by_similarity else scores
+        ranking = by_similarity(scores, cols, dense, chosen) if q.by_similarity else scores
         groups = _select(ranking, cols, ids, recorded_at, q.k, dedup=q.dedup)
         if q.crisis is not None and any(scores.final[g[0]] < floor for g in groups):
             # merged duplicates took the hits past the exact rows: fuse every row's boost
@@ -402,7 +415,7 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             groups = _select(scores, cols, ids, recorded_at, q.k, dedup=q.dedup)
         wanted = [str(ids[row]) for group in groups for row in group]
         records = {r.id: r for r in store.get_records(space, wanted)}
-        similar = _similarity(cols, dense, chosen, exact, [int(g[0]) for g in groups])
+        similar = similarity_of(cols, dense, chosen, exact, [int(g[0]) for g in groups])
     hits: list[Hit] = []
     for group in groups:
         members: Sequence[Record] = [records[str(ids[row])] for row in group]
@@ -411,7 +424,16 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
                 record=members[0],
                 score=float(scores.final[group[0]]),
                 breakdown=_breakdown(
-                    cols, scores, life, boost, int(group[0]), q, versions, chosen, speaker
+                    cols,
+                    scores,
+                    life,
+                    boost,
+                    int(group[0]),
+                    q,
+                    versions,
+                    chosen,
+                    speaker,
+                    coverage,
                 )
                 if q.explain
                 else None,
@@ -421,40 +443,6 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             )
         )
     return hits
-
-
-def _by_similarity(scores: Scores, cols: Columns, dense: F64 | None, chosen: Mask | None) -> Scores:
-    """The scores to rank by for ``rank_by="similarity"``: each candidate's raw query cosine
-    (in [-1, 1]); candidates without one (no vector, or outside the pre-selection) below every
-    cosine, in the order of their scores (an affine map into [-4, -2])."""
-    if dense is None:
-        return scores
-    has = cols.cat("has_embedding") if chosen is None else cols.cat("has_embedding") & chosen
-    finite = np.isfinite(scores.final)
-    rest = scores.final[finite & ~has]
-    low, high = (float(rest.min()), float(rest.max())) if rest.size else (0.0, 0.0)
-    spread = (scores.final - low) / (high - low) if high > low else np.zeros_like(scores.final)
-    final = np.where(has, dense, -4.0 + 2.0 * spread)
-    return replace(scores, final=np.where(finite, final, -np.inf), positions=None)
-
-
-def _similarity(
-    cols: Columns,
-    dense: F64 | None,
-    chosen: Mask | None,
-    exact: Callable[[Rows], F64] | None,
-    rows: list[int],
-) -> list[float | None]:
-    """The raw query cosine of each hit's row (:attr:`Hit.similarity`): exact where the read
-    scanned the int8 copy, ``None`` for a record without a vector or outside the pre-selection."""
-    if dense is None or not rows:
-        return [None] * len(rows)
-    at = np.asarray(rows, dtype=np.intp)
-    values = exact(at) if exact is not None else dense[at]
-    has = cols.cat("has_embedding")[at]
-    if chosen is not None:
-        has = has & chosen[at]
-    return [float(v) if h else None for v, h in zip(values.tolist(), has.tolist(), strict=True)]
 
 
 def recent(

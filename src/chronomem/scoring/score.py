@@ -55,7 +55,9 @@ class Candidates:
     is 1 for records whose speaker the query refers to (``None``: none); relevance gains
     ``config.speaker_weight`` for them. ``inserted`` (the store keys, growing with every write)
     and ``listed_after`` (rows of ``config.listed_after`` kinds) place equal access times in
-    ordinal recency; without them, the later recorded comes first.
+    ordinal recency; without them, the later recorded comes first. ``unread`` marks the rows in
+    a language the query vector's model does not read: under hybrid relevance their relevance is
+    their lexical one alone (the cosine of a language the model cannot read is noise).
     """
 
     mask: Mask | None
@@ -70,6 +72,7 @@ class Candidates:
     speaker: F64 | None = None
     inserted: I64 | None = None
     listed_after: Mask | None = None
+    unread: Mask | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,7 +123,7 @@ class Scores:
         mode = self.relevance_mode
         if mode is RelevanceMode.DENSE:
             relevance = d
-        elif mode is RelevanceMode.LEXICAL:
+        elif mode is RelevanceMode.LEXICAL or (c.unread is not None and c.unread[row]):
             relevance = lx
         else:
             relevance = max(cfg.dense_floor * d, cfg.dense_share * d + (1.0 - cfg.dense_share) * lx)
@@ -185,7 +188,12 @@ def score(c: Candidates, config: ScoringConfig, *, as_of_us: int) -> Scores:
         lexical = c.lexical if c.lexical is not None else np.zeros(n, dtype=np.float64)
         lexical_used = fixed_lexical(lexical, config.bm25_half) if fixed else lexical
         norm_lexical = IDENTITY if fixed else minmax(lexical, mask)
-    if dense_used is not None and lexical_used is not None and config.dense_floor > dense_share:
+    if dense_used is not None and lexical_used is not None and c.unread is not None:
+        lx = norm_lexical(lexical_used)
+        relevance = floored(norm_dense(dense_used), lx, dense_share, config.dense_floor)
+        relevance[c.unread] = lx[c.unread]
+        add(relevance, w.relevance, IDENTITY)
+    elif dense_used is not None and lexical_used is not None and config.dense_floor > dense_share:
         relevance = floored(
             norm_dense(dense_used), norm_lexical(lexical_used), dense_share, config.dense_floor
         )

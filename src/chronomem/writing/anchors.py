@@ -24,9 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from chronomem.analysis.scripts import language_of, reads
 from chronomem.arrays import F64
-from chronomem.embedders.base import Embedder
+from chronomem.embedders.base import Embedder, model_languages
 from chronomem.errors import ConfigError, EmbedderError
+from chronomem.writing.importance import HeuristicImportance
 
 __all__ = [
     "DEFAULT_ANCHORS",
@@ -192,15 +194,26 @@ class EmbeddingImportance:
         rows = _unit_rows(vectors, "importance vectors")
         return anchor_importance(rows, self.anchor_vectors(), self._levels, self.calibration)
 
-    def score_vectors(self, vectors: object) -> list[float]:
-        """Importance of texts already embedded by :attr:`embedder` (n×d)."""
-        return [float(v) for v in self._weigh(vectors)[0]]
+    def score_vectors(self, vectors: object, texts: Sequence[str] | None = None) -> list[float]:
+        """Importance of texts already embedded by :attr:`embedder` (n×d). Given the ``texts``,
+        those in a language the model does not read (its ``languages``) are scored by the
+        keyword rules instead (:class:`~chronomem.HeuristicImportance`): a cosine to an anchor
+        the model cannot relate to the text says nothing."""
+        scores = [float(v) for v in self._weigh(vectors)[0]]
+        languages = model_languages(self.embedder)
+        if texts is None or languages is None:
+            return scores
+        rules = HeuristicImportance()
+        return [
+            s if reads(languages, language_of(t)) else rules.score_one(t)
+            for s, t in zip(scores, texts, strict=True)
+        ]
 
     def score(self, texts: Sequence[str]) -> list[float]:
         """Importance of each text, in order (one batched embedding call)."""
         if not texts:
             return []
-        return self.score_vectors(self.embedder.embed(list(texts)))
+        return self.score_vectors(self.embedder.embed(list(texts)), texts)
 
     def explain(self, text: str, *, top: int = 3) -> ImportanceExplanation:
         """The importance of ``text`` and the ``top`` anchors that drove it."""
