@@ -1,5 +1,5 @@
-"""The text helpers: the full-text analyser (the terms every store indexes and queries), transcript
-speakers and passages."""
+"""The text helpers: transcript speakers, passages and question forms (the full-text analyser is
+tests/analysis)."""
 
 from __future__ import annotations
 
@@ -7,46 +7,11 @@ import itertools
 
 from chronomem.text import (
     asks_when_something_happened,
-    index_terms,
     passage_spans,
     passages,
-    query_terms,
     refers_to_self,
     speaker,
 )
-
-
-def test_words_are_casefolded_stemmed_and_stopwords_dropped() -> None:
-    assert index_terms("The Keepers were RUNNING to the lighthouses") == [
-        "keeper", "run", "lighthous",
-    ]  # fmt: skip
-
-
-def test_repeats_are_kept_for_term_frequency() -> None:
-    assert index_terms("lamp, lamp; LAMP!") == ["lamp", "lamp", "lamp"]
-
-
-def test_accents_are_removed_and_underscores_split_words() -> None:
-    assert index_terms("Café naïve") == index_terms("cafe naive")
-    assert index_terms("snake_case") == ["snake", "case"]
-
-
-def test_digits_are_terms_and_long_tokens_are_capped() -> None:
-    assert index_terms("room 101 on floor 3") == ["room", "101", "floor", "3"]
-    assert len(index_terms("x" * 500)[0]) == 64
-
-
-def test_query_terms_are_distinct_in_first_appearance_order() -> None:
-    assert query_terms("lamps and the lamp: broken lamp") == ["lamp", "broken"]
-
-
-def test_a_query_of_stopwords_only_has_no_terms() -> None:
-    assert query_terms("what is it?") == []
-    assert query_terms("") == []
-
-
-def test_query_terms_are_capped_at_64() -> None:
-    assert len(query_terms(" ".join(f"word{i}" for i in range(100)))) == 64
 
 
 def test_a_transcript_line_names_its_speaker() -> None:
@@ -169,3 +134,59 @@ def test_questions_that_take_every_piece_of_evidence() -> None:
     ):
         assert asks_for_every_piece(question) is None
     assert asks_for_every_piece("How much did I save on the heels?") == "how much did"
+
+
+def test_korean_japanese_and_chinese_question_cues() -> None:
+    from chronomem.text import (
+        asks_for_every_piece,
+        asks_what_someone_said,
+        asks_what_the_other_said,
+    )
+
+    for when in (
+        "민수는 언제 부산에 갔어?",
+        "いつ東京に引っ越しましたか?",
+        "你什么时候搬到上海的?",
+    ):
+        assert asks_when_something_happened(when), when
+    for latest in (
+        "마지막으로 치과에 간 게 언제였어?",
+        "最後に会ったのはいつだった?",
+        "你最后一次去医院是什么时候的?",
+    ):
+        assert not asks_when_something_happened(latest), latest
+    for state in ("다음 진료는 언제야?", "次の予約はいつ?", "下次见面是什么时候?"):
+        assert not asks_when_something_happened(state), state
+
+    for question, words in (
+        ("네가 추천한 책이 뭐였지?", "네가 추천"),
+        ("あなたが勧めたワインは何でしたか?", "あなたが勧め"),
+        ("你推荐的那家餐厅叫什么?", "你推荐"),
+    ):
+        assert asks_what_the_other_said(question) == words
+    assert asks_what_the_other_said("내가 뭘 샀지?") is None
+    assert asks_what_someone_said("지수가 뭐라고 했어?", "지수") == "지수가 뭐라고"
+    assert asks_what_someone_said("田中さんが勧めた本は?", "田中") == "田中さんが勧め"
+    assert asks_what_someone_said("小王说了什么?", "小王") == "小王说"
+    assert asks_what_someone_said("小王买了什么?", "小王") is None  # a deed
+
+    for question, words in (
+        ("헬스장에 몇 번 갔어?", "몇 번"),
+        ("全部でいくつ買った?", "全部で"),
+        ("我一共去了几次?", "一共"),
+    ):
+        assert asks_for_every_piece(question) == words
+    for question in ("고양이 이름이 뭐야?", "猫の名前は?", "我的猫叫什么?"):
+        assert asks_for_every_piece(question) is None
+
+
+def test_wide_characters_take_two_columns_and_clip_by_columns() -> None:
+    from chronomem.text import clip, display_width
+
+    assert display_width("pnpm") == 4
+    assert display_width("설치한다") == 8
+    assert display_width("ｐｎｐｍ과 東京") == 8 + 2 + 1 + 4
+    assert clip("회의는 매주 화요일에 열린다", 10) == "회의는 매…"
+    assert display_width(clip("회의는 매주 화요일에 열린다", 10)) <= 10
+    assert clip("short", 10) == "short"
+    assert clip("a lighthouse keeper", 8) == "a light…"

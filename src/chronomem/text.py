@@ -1,52 +1,25 @@
-"""Text normalisation shared by reads and writes: dedup keys and the full-text analyser.
-
-The analyser is chronomem's own, in Python, so that every store indexes and queries exactly the
-same terms (DESIGN §6: one contract, identical results on SQLite and PostgreSQL): words are runs of
-letters and digits, case-folded, accents removed, English stopwords dropped, Snowball-stemmed
-(Porter2), at most 64 characters.
-"""
+"""Text shared by reads and writes: dedup keys, passages, transcript speakers and what a
+question's words ask for. The full-text analyser is ``chronomem.analysis``."""
 
 from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
-from functools import lru_cache
-
-import Stemmer
 
 __all__ = [
-    "ANALYSER",
-    "STOPWORDS",
     "dedup_key",
     "event_key",
-    "index_terms",
     "normalise_text",
     "passage_spans",
     "passages",
-    "query_terms",
     "asks_when_something_happened",
+    "clip",
+    "display_width",
+    "wide_chars",
     "refers_to_self",
     "speaker",
+    "spoken",
 ]
-
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_MAX_TERMS = 64
-_MAX_TERM_CHARS = 64
-
-# English function words: a match on "the" alone says nothing about relevance, and indexing them
-# would make every posting list as long as the space. They are neither indexed nor queried.
-STOPWORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its
-    itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves
-    """.split()  # noqa: SIM905 - a word list reads better as text
-)
 
 
 def normalise_text(text: str) -> str:
@@ -59,37 +32,6 @@ def dedup_key(text: str) -> int:
     """A stable signed 64-bit hash of :func:`normalise_text` (stable across processes)."""
     digest = hashlib.blake2b(normalise_text(text).encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True)
-
-
-_STEMMER = Stemmer.Stemmer("english")
-
-# Stored with every index; a store indexed by another analyser is re-indexed when opened.
-# Change it whenever index_terms would give different terms for some text.
-ANALYSER = "chronomem-1: letters+digits, casefold, unaccent, english stopwords, snowball english"
-
-
-@lru_cache(maxsize=1 << 16)
-def _term(word: str) -> str | None:
-    """The index term of a case-folded word, or ``None`` for a stopword."""
-    if word in STOPWORDS:
-        return None
-    if not word.isascii():
-        decomposed = unicodedata.normalize("NFKD", word)
-        word = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return str(_STEMMER.stemWord(word))[:_MAX_TERM_CHARS]
-
-
-def index_terms(text: str) -> list[str]:
-    """The terms of a text as the full-text index holds them, in order, with repeats (their
-    count is the text's length for BM25)."""
-    terms = (_term(m.group(0)) for m in _WORD.finditer(text.casefold()))
-    return [t for t in terms if t]
-
-
-def query_terms(text: str) -> list[str]:
-    """Distinct index terms of a query in order of first appearance, at most 64; empty when the
-    query has only stopwords."""
-    return list(dict.fromkeys(index_terms(text)))[:_MAX_TERMS]
 
 
 def event_key(event_id: str) -> int:
@@ -107,10 +49,41 @@ _FIRST_PERSON = re.compile(r"(?<![\w.])(?:i|me|my|mine|myself)(?!\w|\.\w)")
 _MIN_PASSAGE_CHARS = 4
 
 
+# 'Name said, "words"' — a line of prose quoting a speaker (said, says, asked, replied, told
+# someone, wrote, added, answered, explained, mentioned); the name is not an article or a pronoun.
+_PROSE = re.compile(
+    r"\s*(?!(?:the|a|an|this|that|it|he|she|they|we|i|you|someone|everyone)\b)"
+    r"([^\W\d_][\w .'-]{0,39}?)\s+(?:said|says|asked|asks|replied|replies|answered|wrote|"
+    r"writes|added|adds|explained|mentioned|told (?:\w+ ?){1,3})\b[^\"“”]{0,20}?[,:]?\s*[\"“]",
+    re.IGNORECASE,
+)
+_CLOSING = re.compile(r"[\"”]([.!?]?)(?=\s*(?:\[|$))")
+
+
 def speaker(text: str) -> str | None:
-    """Who says a transcript line ``"Name: words"`` (case-folded), or ``None``."""
-    match = _SPEAKER.match(text)
+    """Who says a line (case-folded): the name of a transcript line ``"Name: words"``, or of a
+    line of prose quoting someone (``'Name said, "words"'``); ``None`` otherwise. A record's
+    own ``speaker`` comes first (:func:`spoken`)."""
+    match = _SPEAKER.match(text) or _PROSE.match(text)
     return None if match is None else match.group(1).casefold()
+
+
+def spoken(text: str, who: str | None) -> str:
+    """A record's text as a model and the full-text index read it, in one shape whatever shape
+    it was written in (DESIGN §9): a transcript line as it is; a line of prose quoting its
+    speaker (``'Caroline said, "I went."'``) as the transcript line it is
+    (``"Caroline: I went."``); a text with a ``speaker`` (a record's field) with that name in
+    front. So one conversation stored as transcript, prose or role-tagged turns is read alike."""
+    if _SPEAKER.match(text):
+        return text
+    prose = _PROSE.match(text)
+    if prose is not None:
+        said = text[prose.end() :]
+        closing = _CLOSING.search(said)
+        if closing is not None:
+            said = said[: closing.start()] + closing.group(1) + said[closing.end() :]
+        return f"{prose.group(1)}: {said}"
+    return text if who is None else f"{who}: {text}"
 
 
 def passages(text: str, *, limit: int = 32) -> list[str]:
@@ -171,14 +144,25 @@ _WHEN_PAST = re.compile(
     r"\s+(?:did|was|were|had)\b|\bhow long ago\b"
 )
 _LATEST = re.compile(r"\b(?:last|latest|most recent(?:ly)?)\b")
+# Korean, Japanese and Chinese: "when" with a past tense ("언제 …했어", "いつ…した",
+# "什么时候…了"), not with "last" / "lately" ("마지막으로", "最後に", "最后一次", "最近").
+_WHEN_PAST_CJK = re.compile(
+    r"언제.*(?:았|었|였|했|갔|왔|샀|봤|됐)|(?:몇\s?년|몇\s?월|며칠)에.*(?:았|었|였|했)"
+    r"|いつ.*(?:た|ました|だった)|何年.*(?:た|ました)"
+    r"|(?:什么时候|何时|哪天|哪一天|哪年|哪一年|几时).*(?:了|过|的)"
+)
+_LATEST_CJK = re.compile(r"마지막|최근|最後|最近|最后")
 
 
 def asks_when_something_happened(query: str) -> bool:
     """Whether a query asks for the time of a past event ("When did ...", "What year was ...",
-    "How long ago ..."): the moment of an event, not the current state of anything. Not when it
-    asks for the last or latest time ("When did I last ...")."""
+    "How long ago ...", "언제 …했어?", "いつ…した?", "什么时候…的?"): the moment of an event, not
+    the current state of anything. Not when it asks for the last or latest time ("When did I
+    last ...")."""
     q = query.casefold()
-    return _WHEN_PAST.search(q) is not None and _LATEST.search(q) is None
+    if _WHEN_PAST.search(q) is not None and _LATEST.search(q) is None:
+        return True
+    return _WHEN_PAST_CJK.search(q) is not None and _LATEST_CJK.search(q) is None
 
 
 def refers_to_self(query: str) -> bool:
@@ -209,11 +193,27 @@ _TO_THE_OTHER = re.compile(
 )
 
 
+# The same, said to the other party in Korean, Japanese and Chinese: "you" with a verb of saying
+# or advising ("네가 추천한", "あなたが勧めた", "你推荐的").
+_TO_THE_OTHER_CJK = re.compile(
+    r"(?:네가|니가|너가|당신이)\s*\S*?(?:말했|말한|추천|알려|제안|권했|권한|얘기)"
+    r"|(?:あなたが|あなたは|君が|きみが)\S*?(?:言った|言って|勧め|薦め|教えて|提案)"
+    r"|你(?:之前|刚才|上次)?(?:说|推荐|建议|提到|告诉|讲|列)"
+)
+# The verbs of saying after a name in Korean, Japanese and Chinese.
+_SAID_CJK = (
+    r"(?:이|가|은|는|께서|씨가|씨는)?\s*\S*?(?:말했|말한|추천|제안|알려|얘기|권했|뭐라고)"
+    r"|(?:さん)?(?:は|が)\S*?(?:言った|言って|話した|勧め|提案|教えて)"
+    r"|(?:之前|刚才|上次)?(?:说|讲|提到|建议|推荐|告诉)"
+)
+
+
 def asks_what_the_other_said(query: str) -> str | None:
     """The words by which a query asks what the party it speaks to said, suggested or listed
-    ("You recommended five bottles ...", "remind me of the 7th job in the list you provided"),
-    or ``None``."""
-    match = _TO_THE_OTHER.search(query.casefold())
+    ("You recommended five bottles ...", "remind me of the 7th job in the list you provided",
+    "네가 추천한 …", "あなたが勧めた …", "你推荐的 …"), or ``None``."""
+    q = query.casefold()
+    match = _TO_THE_OTHER.search(q) or _TO_THE_OTHER_CJK.search(q)
     return None if match is None else match.group(0)
 
 
@@ -225,7 +225,8 @@ def asks_what_someone_said(query: str, name: str) -> str | None:
         rf"\b{who}(?:'s)?\s+(?:\w+\s+)?(?:{_SAID}|suggestions?|recommendations?|advice|list)\b"
         rf"|\b(?:did|has|had) {who}\s+(?:\w+\s+)?(?:{_SAY})\b"
     )
-    match = re.search(pattern, query.casefold())
+    q = query.casefold()
+    match = re.search(pattern, q) or re.search(f"{who}(?:{_SAID_CJK})", q)
     return None if match is None else match.group(0)
 
 
@@ -243,8 +244,49 @@ _EVERY_PIECE = re.compile(
 )
 
 
+# Korean, Japanese and Chinese counts, totals and firsts ("몇 번", "何回", "几次", "一共").
+_EVERY_PIECE_CJK = re.compile(
+    r"몇\s?(?:번|개|명|가지|곳|권|잔|회|번째)|모두\s?몇|전부|합계|총\s?몇|처음으로|맨\s?처음"
+    r"|何回|何人|何個|何冊|何杯|いくつ|合計|全部で|最初に|初めて"
+    r"|几次|多少次|几个|多少个|一共|总共|合计|第一次|最早"
+)
+
+
 def asks_for_every_piece(query: str) -> str | None:
     """The words by which a query asks for a count, an order, a change or a comparison — an
     answer that takes every piece of evidence, not the best one — or ``None``."""
-    match = _EVERY_PIECE.search(query.casefold())
+    q = query.casefold()
+    match = _EVERY_PIECE.search(q) or _EVERY_PIECE_CJK.search(q)
     return None if match is None else match.group(0)
+
+
+# East Asian wide and full-width characters (Hangul, kana, hanzi, full-width forms, emoji): two
+# terminal columns each, and about one model token each where a Latin word of four or five
+# letters is one.
+_WIDE = re.compile(
+    "[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf"
+    "\ua960-\ua97f\uac00-\ud7a3\uf900-\ufaff\ufe10-\ufe19\ufe30-\ufe6f\uff00-\uff60"
+    "\uffe0-\uffe6\U0001f300-\U0001f64f\U0001f900-\U0001f9ff\U00020000-\U0003fffd]"
+)
+
+
+def wide_chars(text: str) -> int:
+    """How many of ``text``'s characters are East Asian wide or full-width."""
+    return len(_WIDE.findall(text))
+
+
+def display_width(text: str) -> int:
+    """The columns ``text`` takes in a terminal (a wide character takes two)."""
+    return len(text) + wide_chars(text)
+
+
+def clip(text: str, columns: int) -> str:
+    """``text`` cut to at most ``columns`` terminal columns, with "…" where it was cut."""
+    if display_width(text) <= columns:
+        return text
+    used = 0
+    for i, char in enumerate(text):
+        used += 2 if _WIDE.match(char) else 1
+        if used > columns - 1:
+            return text[:i] + "…"
+    return text

@@ -93,6 +93,7 @@ def record_fields(p: argparse.ArgumentParser) -> None:
         "--metadata", type=metadata, metavar="JSON", help="a JSON object kept with the record"
     )
     p.add_argument("--evidence", action="append", help="a cited record id (repeatable)")
+    p.add_argument("--speaker", help="who said it: a name, or a role such as 'user'")
     p.add_argument(
         "--event", dest="event_id", help="the causal event this memory witnesses (event id)"
     )

@@ -49,7 +49,7 @@ def record_fields(args: argparse.Namespace) -> dict[str, Any]:
         "valid_from": args.valid_from, "valid_until": args.valid_until, "domain": args.domain,
         "tags": tags or None, "metadata": args.metadata, "evidence": args.evidence,
         "event_id": args.event_id, "kind": args.kind, "agent": args.agent,
-        "sensitivity": args.sensitivity,
+        "sensitivity": args.sensitivity, "speaker": args.speaker,
     }  # fmt: skip
     return {k: v for k, v in given.items() if v is not None}
 

@@ -53,9 +53,9 @@ def remember(
     domain: str | None = None, tags: Sequence[str] = (),
     metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
     event_id: str | None = None, supersedes: Sequence[str] = (),
-    sensitivity: Sensitivity | str = Sensitivity.NORMAL, embedding: Vector | None = None,
-    passage_embeddings: Sequence[Vector] | None = None, replace: bool = False,
-    actor: str | None = None,
+    sensitivity: Sensitivity | str = Sensitivity.NORMAL, speaker: str | None = None,
+    embedding: Vector | None = None, passage_embeddings: Sequence[Vector] | None = None,
+    replace: bool = False, actor: str | None = None,
 ) -> Call[WriteResult]:  # fmt: skip
     """:meth:`chronomem.Memory.remember`. ``actor`` is the key's: the service audits as the key."""
     body = given(**{k: v for k, v in locals().items() if k not in {"actor", "replace"}})
@@ -127,6 +127,7 @@ def supersede(
     domain: str | None = None, tags: Sequence[str] | None = None,
     metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
     event_id: str | None = None, sensitivity: Sensitivity | str | None = None,
+    speaker: str | None = None,
     embedding: Vector | None = None, passage_embeddings: Sequence[Vector] | None = None,
 ) -> Call[WriteResult]:  # fmt: skip
     """:meth:`chronomem.Memory.supersede`. Several old records: the first is the path's, the

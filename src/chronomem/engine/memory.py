@@ -60,9 +60,9 @@ class Memory(CausalVerbs):
         domain: str | None = None, tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
         event_id: str | None = None, supersedes: Sequence[str] = (),
-        sensitivity: Sensitivity | str = Sensitivity.NORMAL, embedding: Vector | None = None,
-        passage_embeddings: Sequence[Vector] | None = None, replace: bool = False,
-        actor: str | None = None,
+        sensitivity: Sensitivity | str = Sensitivity.NORMAL, speaker: str | None = None,
+        embedding: Vector | None = None, passage_embeddings: Sequence[Vector] | None = None,
+        replace: bool = False, actor: str | None = None,
     ) -> WriteResult:  # fmt: skip
         """Store one record and return a :class:`WriteResult`.
 
@@ -78,7 +78,10 @@ class Memory(CausalVerbs):
         write, as a key-value store's put; concurrent replacing writes of one domain serialise
         (in every process) and leave exactly one open record. A fact or instruction nearly
         duplicating an open one of the same agent and domain is not stored (``stored=False``,
-        ``duplicate_of``) unless it supersedes or replaces something.
+        ``duplicate_of``) unless it supersedes or replaces something. ``speaker`` says who said
+        it (a name, or a role such as ``user``): the model and the full-text index read the text
+        with the speaker named, and questions about what someone said find it, as they find a
+        transcript line ``"Name: words"`` or a line of prose ``'Name said, "words"'``.
 
         Raises:
             InvalidInputError: bad input; nothing is written.
@@ -183,7 +186,8 @@ class Memory(CausalVerbs):
         domain: str | None = None, tags: Sequence[str] | None = None,
         metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
         event_id: str | None = None, sensitivity: Sensitivity | str | None = None,
-        embedding: Vector | None = None, passage_embeddings: Sequence[Vector] | None = None,
+        speaker: str | None = None, embedding: Vector | None = None,
+        passage_embeddings: Sequence[Vector] | None = None,
     ) -> WriteResult:  # fmt: skip
         """Store ``text`` as the replacement of ``old_ids`` and close them, atomically: each
         old record is ``superseded`` by the new id at now, its world-time window ending where

@@ -29,7 +29,7 @@ from chronomem.model.record import EvidenceStatus, Status, WriteResult
 from chronomem.retrieval.columns import columns
 from chronomem.retrieval.index import domain_key
 from chronomem.stores.base import StoredRecord
-from chronomem.text import passage_spans, passages
+from chronomem.text import passage_spans, passages, spoken
 from chronomem.writing.anchors import EmbeddingImportance
 from chronomem.writing.drafts import REMEMBER_FIELDS, Draft, build_drafts
 from chronomem.writing.gate import find_duplicate, same_batch_duplicate
@@ -95,15 +95,17 @@ def embed_ahead(h: Handle, batch: list[dict[str, Any]], *, progress: bool) -> Ah
     threads at once — the model run, most of a write's time, then holds up no other call.
     ``None`` (embed under the lock, as before) for an embedder that is not thread-safe, items
     that are not well-formed (the write reports them) and a scorer that must run first."""
-    texts = [item.get("text") for item in batch]
+    said = [item.get("text") for item in batch]
     if (
         not batch
         or not is_thread_safe(h.embedder)
-        or not all(isinstance(t, str) and t.strip() for t in texts)
+        or not all(isinstance(t, str) and t.strip() for t in said)
+        or not all(isinstance(item.get("speaker"), str | None) for item in batch)
         or not (_reuses_vectors(h) or all(item.get("importance") is not None for item in batch))
     ):
         return None
-    key = ([str(t) for t in texts], [item.get("embedding") is None for item in batch], h.passages)
+    texts = [spoken(str(t), item.get("speaker")) for t, item in zip(said, batch, strict=True)]
+    key = (texts, [item.get("embedding") is None for item in batch], h.passages)
     plan = _plan(h, *key)
     if h.embedder is None or not plan[0]:
         return None
@@ -180,7 +182,7 @@ def _score_missing(h: Handle, drafts: list[Draft], embedded_here: list[bool]) ->
         and _reuses_vectors(h)
         and len(vectors) == len(missing)
     ):
-        scores = scorer.score_vectors(np.stack(vectors))
+        scores = scorer.score_vectors(np.stack(vectors), [drafts[i].record.text for i in missing])
     else:  # other scorers, and records with a caller's vector: from the texts
         scores = scorer.score([drafts[i].record.text for i in missing])
     if len(scores) != len(missing):
@@ -212,7 +214,7 @@ def _embed_missing(
     if h.embedder is not None:
         wholes, parts = embed_texts(
             h,
-            [d.record.text for d in drafts],
+            [d.record.read_text for d in drafts],
             [d.embedding is None for d in drafts],
             progress=progress,
             ready=ready,
@@ -321,7 +323,9 @@ def _backfill(
     if h.embedder is None:
         raise ConfigError(f"{verb} needs an embedder (Memory.open(embedder=...))")
     with h.store.snapshot():
-        todo = [(s.record.id, s.record.text) for s in h.store.iter_records(h.space) if wanted(s)]
+        todo = [
+            (s.record.id, s.record.read_text) for s in h.store.iter_records(h.space) if wanted(s)
+        ]
     for start in range(0, len(todo), batch):
         yield todo[start : start + batch]
 
@@ -349,7 +353,9 @@ def embed_passages(h: Handle, *, progress: bool, batch: int) -> int:
         "embed_passages",
         batch,
         progress,
-        lambda s: s.embedding is not None and s.passages is None and bool(passages(s.record.text)),
+        lambda s: (
+            s.embedding is not None and s.passages is None and bool(passages(s.record.read_text))
+        ),
     ):
         texts = [t for _, t in chunk]
         need = [False] * len(texts)  # their vectors stay as written

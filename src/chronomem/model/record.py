@@ -8,6 +8,8 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from chronomem.text import spoken
+
 __all__ = [
     "EMBEDDING_KEY",
     "INSTANT_FIELDS",
@@ -110,6 +112,13 @@ class Record:
     evidence_status: EvidenceStatus = EvidenceStatus.OK
     feedback_score: float = 0.0
     has_embedding: bool = False
+    speaker: str | None = None
+
+    @property
+    def read_text(self) -> str:
+        """The text as the embedding model and the full-text index read it: one shape whatever
+        shape it was written in, with its speaker named (:func:`chronomem.text.spoken`)."""
+        return spoken(self.text, self.speaker)
 
     def is_visible(self, as_of: datetime, *, include_history: bool = False) -> bool:
         """Whether a read at ``as_of`` may return this record (DESIGN §2 step 1, per record)."""
@@ -225,7 +234,9 @@ class Breakdown:
     code-compatible ordinal recency. With a preset using passages, ``relevance_dense`` is the
     best cosine of the record and its passages. ``speaker`` names the record's speaker when it is
     the read's asker and the query speaks in the first person (``relevance`` then includes the
-    preset's ``speaker_weight``).
+    preset's ``speaker_weight``). ``unread_language`` names the language of the question or of the
+    record when the embedding model does not read it: the cosine did not count, relevance is the
+    words' (DESIGN §9).
     """
 
     preset: str
@@ -248,6 +259,7 @@ class Breakdown:
     preselected: bool | None = None
     speaker: str | None = None
     cues: Mapping[str, str] = field(default_factory=dict)
+    unread_language: str | None = None
 
     def contributions(self) -> dict[str, float]:
         """The score as a sum (it adds up to ``final``, to float rounding): each weighted
@@ -294,6 +306,7 @@ class Breakdown:
             "relevance_lexical": self.relevance_lexical,
             "speaker": self.speaker,
             "cues": dict(self.cues),
+            "unread_language": self.unread_language,
             "relevance": self.relevance,
             "recency_mode": self.recency_mode,
             "age_seconds": self.age.total_seconds(),

@@ -73,6 +73,9 @@ class _NewRecord(_In):
     evidence: list[str] | None = None
     event_id: str | None = None
     sensitivity: Sensitivity | None = None
+    speaker: str | None = Field(
+        default=None, description="who said it: a name, or a role such as 'user'", max_length=100
+    )
     embedding: list[float] | None = None
     passage_embeddings: list[list[float]] | None = Field(
         default=None,

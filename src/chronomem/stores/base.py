@@ -68,7 +68,8 @@ class RecordColumns:
     ``passages`` each row's raw passage vectors (``None``: the record has none).
     ``valid_until_before`` is the window end a read must use for instants before ``superseded_at``
     (the current ``valid_until`` for records never closed). ``embedding_keys`` holds each row's
-    ``metadata[EMBEDDING_KEY]`` (``None`` when it has none).
+    ``metadata[EMBEDDING_KEY]`` (``None`` when it has none). ``texts`` are the texts as read
+    (``Record.read_text``: the speaker named, one shape).
     """
 
     pk: I64

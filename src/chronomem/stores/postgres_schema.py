@@ -177,4 +177,5 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "passage vectors", ("ALTER TABLE records ADD COLUMN passages BYTEA",)),
     Migration(3, "service: API keys and simulated space clocks", _SERVICE),
     Migration(4, "review proposals, the access log, space settings", _REVIEW),
+    Migration(5, "who said a record", ('ALTER TABLE records ADD COLUMN speaker TEXT COLLATE "C"',)),
 )

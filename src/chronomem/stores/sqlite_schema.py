@@ -225,4 +225,5 @@ MIGRATIONS: tuple[Migration, ...] = (
         "the file is marked as a chronomem store (application_id)",
         (f"PRAGMA application_id = {APPLICATION_ID}",),
     ),
+    Migration(9, "who said a record", ("ALTER TABLE records ADD COLUMN speaker TEXT",)),
 )

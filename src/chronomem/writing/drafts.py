@@ -51,6 +51,7 @@ REMEMBER_FIELDS = frozenset(
         "evidence",
         "event_id",
         "sensitivity",
+        "speaker",
         "embedding",
         "passage_embeddings",
         "supersedes",
@@ -143,8 +144,24 @@ def _draft(
         event_id=event_id,
         sensitivity=to_enum(Sensitivity, item.get("sensitivity", "normal"), "sensitivity"),
         has_embedding=vector is not None,
+        speaker=_speaker(item.get("speaker")),
     )
     return Draft(record, vector, supersedes, needs_importance, passages, replace)
+
+
+_MAX_SPEAKER_CHARS = 100
+
+
+def _speaker(value: object) -> str | None:
+    """Who said it: a name or a role (``user``, ``assistant``), at most 100 characters."""
+    name = optional_text(value, "speaker")
+    if name is not None and (len(name) > _MAX_SPEAKER_CHARS or "\n" in name):
+        raise InvalidInputError(
+            f"speaker is a name or a role on one line of at most {_MAX_SPEAKER_CHARS} characters; "
+            f"got {shown(name)}",
+            field="speaker",
+        )
+    return None if name is None else name.strip()
 
 
 def _passage_vectors(value: object, vector: F32 | None) -> F32 | None:

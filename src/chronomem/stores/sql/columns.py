@@ -13,6 +13,7 @@ from chronomem.errors import StoreError
 from chronomem.model.record import EMBEDDING_KEY
 from chronomem.stores.base import NEVER, SINCE_EVER, RecordColumns
 from chronomem.stores.sql.backend import SQLBackend, marks, passages_from_blob
+from chronomem.text import spoken
 
 __all__ = ["change_seq", "load_columns", "removed_since"]
 
@@ -36,7 +37,7 @@ def load_columns(
         f" COALESCE(CASE WHEN superseded_at IS NULL THEN {us('valid_until')}"
         f" ELSE {us('valid_until_before')} END, {NEVER}),"
         f" domain, event_id, embedding, passages,"
-        f" CASE WHEN metadata LIKE ? THEN metadata END, {us('occurred_at')} FROM records"
+        f" CASE WHEN metadata LIKE ? THEN metadata END, {us('occurred_at')}, speaker FROM records"
         f" WHERE space = ? AND agent IN ({marks(len(agents))})"
     )
     params: list[Any] = [f"%{EMBEDDING_KEY}%", space, *agents]
@@ -87,7 +88,7 @@ def _columns(rows: list[Any], location: str) -> RecordColumns:
         ids=list(cols[1]),
         agents=list(cols[2]),
         kinds=list(cols[3]),
-        texts=list(cols[4]),
+        texts=[spoken(t, who) for t, who in zip(cols[4], cols[20], strict=True)],
         importance=np.asarray(cols[5], dtype=np.float64),
         recorded_at=np.asarray(cols[6], dtype=np.int64),
         occurred_at=np.asarray(cols[19], dtype=np.int64),

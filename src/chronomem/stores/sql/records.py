@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from chronomem.analysis.analyser import default_analyser
 from chronomem.arrays import F32
 from chronomem.model.record import EvidenceStatus, Kind, Record, Sensitivity, Status
 from chronomem.stores.base import StoredRecord
@@ -27,7 +28,6 @@ from chronomem.stores.sql.backend import (
     vector_blob,
     vector_from_blob,
 )
-from chronomem.text import index_terms
 
 __all__ = [
     "RECORD_COLUMNS",
@@ -49,7 +49,7 @@ RECORD_COLUMNS = (
     "last_accessed_at", "last_verified_at", "valid_from", "valid_until", "status",
     "superseded_by", "superseded_at", "valid_until_before", "closed_reason", "supersedes",
     "domain", "tags", "metadata", "evidence", "depth", "event_id", "sensitivity",
-    "evidence_status", "feedback_score",
+    "evidence_status", "feedback_score", "speaker",
 )  # fmt: skip
 _INSTANTS = frozenset(
     {"occurred_at", "recorded_at", "last_accessed_at", "last_verified_at", "valid_from",
@@ -75,7 +75,7 @@ def _params(db: SQLBackend, r: Record) -> tuple[Any, ...]:
                 r.valid_until_before, r.closed_reason, json_text(list(r.supersedes)), r.domain,
                 json_text(list(r.tags)), json_text(dict(r.metadata)),
                 json_text(list(r.evidence)), r.depth, r.event_id, r.sensitivity.value,
-                r.evidence_status.value, float(r.feedback_score),
+                r.evidence_status.value, float(r.feedback_score), r.speaker,
             ),
             strict=True,
         )
@@ -114,6 +114,7 @@ def to_record(db: SQLBackend, row: Sequence[Any]) -> Record:
         evidence_status=_EVIDENCE_STATUSES[v["evidence_status"]],
         feedback_score=float(v["feedback_score"]),
         has_embedding=bool(row[len(RECORD_COLUMNS)]),
+        speaker=v["speaker"],
     )
 
 
@@ -121,7 +122,7 @@ def insert_records(db: SQLBackend, space: str, items: Sequence[StoredRecord]) ->
     if not items:
         return
     columns = ", ".join((*RECORD_COLUMNS, "embedding", "passages", "change_seq", "doc_len"))
-    terms = [index_terms(item.record.text) for item in items]
+    terms = [default_analyser().terms(item.record.read_text) for item in items]
     with db.write():
         seq = bump(db, space)
         db._executemany(
