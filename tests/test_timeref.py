@@ -89,3 +89,53 @@ def test_calendar_words_use_the_read_instants_time_zone() -> None:
     assert window is not None
     assert window.start == datetime(2023, 4, 11, tzinfo=tokyo)
     assert "yesterday" in window.describe()
+
+
+@pytest.mark.parametrize(
+    ("question", "phrase", "start", "end"),
+    [
+        ("어제 뭐 샀어?", "어제", day(4, 11), day(4, 12)),
+        ("그저께 누구를 만났지?", "그저께", day(4, 10), day(4, 11)),
+        ("3일 전에 뭘 요리했어?", "3일 전", NOW - timedelta(days=3.5), NOW - timedelta(days=2.5)),
+        ("두 달 전에 어디 갔어?", "두 달 전", NOW - timedelta(days=75), NOW - timedelta(days=45)),
+        ("지난주에 얼마나 달렸어?", "지난주", day(4, 3), day(4, 10)),
+        ("지난 주말에 뭐 했어?", "지난 주말", day(4, 8), day(4, 10)),
+        ("지난달에 무슨 책을 읽었어?", "지난달", day(3, 1), day(4, 1)),
+        ("3월에 몇 번 갔어?", "3월", day(3, 1), day(4, 1)),
+        ("3월 5일에 어디 있었어?", "3월 5일", day(3, 5), day(3, 6)),
+        ("2022년 12월에 뭐 샀어?", "2022년 12월", day(12, 1, 2022), day(1, 1)),
+        ("昨日何を買いましたか?", "昨日", day(4, 11), day(4, 12)),
+        ("三日前に何を作った?", "三日前", NOW - timedelta(days=3.5), NOW - timedelta(days=2.5)),
+        ("先週どれくらい走った?", "先週", day(4, 3), day(4, 10)),
+        ("先月何を読んだ?", "先月", day(3, 1), day(4, 1)),
+        ("12月に何があった?", "12月", day(12, 1, 2022), day(1, 1)),
+        ("昨天我买了什么?", "昨天", day(4, 11), day(4, 12)),
+        ("两个月前我去了哪里?", "两个月前", NOW - timedelta(days=75), NOW - timedelta(days=45)),
+        ("上周我跑了多少?", "上周", day(4, 3), day(4, 10)),
+        ("上个月我看了什么书?", "上个月", day(3, 1), day(4, 1)),
+        ("3月5号我在哪里?", "3月5号", day(3, 5), day(3, 6)),
+        ("我2022年去了哪些国家?", "2022年", day(1, 1, 2022), day(1, 1)),
+    ],
+)  # fmt: skip
+def test_korean_japanese_and_chinese_windows(
+    question: str, phrase: str, start: datetime, end: datetime
+) -> None:
+    window = time_window(question, NOW)
+    assert window is not None
+    assert (window.phrase, window.start, window.end) == (phrase, start, end)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "며칠 전에 모임에 갔어?",  # the span is the answer
+        "다음 주에 뭐 할까?",  # ahead, not back
+        "월요일에 뭐 해?",  # a weekday word, not a month
+        "来週の予定は?",
+        "最近何を読んだ?",  # no span
+        "下个月我们去哪里?",
+        "2023年5月7号有什么计划?",  # after the read
+    ],
+)
+def test_no_korean_japanese_or_chinese_window(question: str) -> None:
+    assert time_window(question, NOW) is None

@@ -4,6 +4,7 @@ asker's own) and when (a time reference's window), on every store, with explanat
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,23 @@ def test_occurred_at_survives_a_reopen(tmp_path: Path, clock: SimClock) -> None:
             assert hits[-1].record.id == late
             hits = mem.peek("What did I cook yesterday?", query_embedding=V)
             assert hits[0].record.id == late
+
+
+def test_just_outside_a_window_a_record_has_lost_a_quarter_of_the_prior() -> None:
+    """Read on a Thursday, "지난주" (last week) is Monday to Sunday before: this Monday's lunch is
+    half a day outside it and loses more than the BM25 difference a longer dish name makes."""
+    clock = SimClock(datetime(2025, 3, 27, 12, tzinfo=UTC))
+    with Memory.open(":memory:", embedder=None, clock=clock) as mem:
+        wednesday = mem.remember(
+            "점심으로 비빔밥을 먹었다.", occurred_at=datetime(2025, 3, 19, 12, tzinfo=UTC)
+        )
+        monday = mem.remember(
+            "점심으로 냉면을 먹었다.", occurred_at=datetime(2025, 3, 24, 12, tzinfo=UTC)
+        )
+        hits = mem.peek("지난주에 점심으로 뭘 먹었어?", explain=True)
+        assert [h.record.id for h in hits] == [wednesday.id, monday.id]
+        outside = hits[1].breakdown
+        assert outside is not None
+        prior = PRESETS["default"].time_prior
+        assert outside.factors["time_window"] <= 1.0 - prior / 4
+        assert mem.peek("점심으로 뭘 먹었어?")[0].record.id == monday.id  # without the window

@@ -8,7 +8,8 @@ column over the read's rows plus the words it was read from, for the breakdown.
   a first-person question ("what do I ...") favours the asker's own lines.
 - **Time.** A time reference ("a couple of days ago", "last week", "in March", "before 7/22",
   :mod:`chronomem.timeref`) becomes a factor over each record's ``occurred_at``: 1 inside the
-  window, falling off outside it with the window's own scale, never below ``1 - time_prior`` —
+  window, a quarter of the prior lost just outside it and more with the window's own scale,
+  never below ``1 - time_prior`` —
   a preference, never a filter that could empty the result. Relative to the candidates: when
   none lies inside the window, those nearest it keep 1.
 """
@@ -35,6 +36,10 @@ _DAY_US = 86_400_000_000
 _MIN_SCALE_US = _DAY_US
 _MAX_SCALE_US = 90 * _DAY_US
 _OPEN_SCALE_US = 30 * _DAY_US
+# Just outside a window a record has lost this much of the prior already: "last week" meets a
+# record of this Monday noon less than one of last Wednesday, whatever a word's length does to
+# its BM25 score.
+_EDGE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,5 +125,5 @@ def time_cue(cols: Columns, q: Query, mask: Mask | None) -> TimeCue | None:
     if np.isfinite(nearest):
         distance -= nearest  # the candidates nearest the window lose nothing
         np.maximum(distance, 0.0, out=distance)
-    factor = 1.0 - strength * (1.0 - np.exp2(-distance / scale))
-    return TimeCue(factor, window)
+    loss = np.where(distance > 0, _EDGE + (1.0 - _EDGE) * (1.0 - np.exp2(-distance / scale)), 0.0)
+    return TimeCue(1.0 - strength * loss, window)
