@@ -214,9 +214,13 @@ class VersionConfig:
         demote: an older version's score is multiplied by ``1 - demote``.
         inherit: a newer version's score gains ``inherit ×`` the older version's score.
         band: candidates scoring at least ``(1 - band) ×`` the best score form the band ...
-        band_weight: ... in which the most recent record gains up to ``band_weight ×`` the best
-            score (the earliest gains nothing; between, in proportion to the time). Relative, so
-            a question nothing answers well does not hand the top rank to the newest record.
+        band_weight: ... in which the most recent version of a fact gains up to ``band_weight
+            ×`` the best score (its earliest version gains nothing; between, in proportion to the
+            time). Relative, so a question nothing answers well does not hand the top rank to the
+            newest record.
+        same_fact: two records of the band whose cosine is at least this are versions of one
+            fact; a record with no such partner in the band gains no recency (a newer, unrelated
+            fact about the same subject is not lifted over the one that answers).
             Questions asking when something happened ("When did ...") get no band: they ask
             for the moment of an event, not for the current state.
         newer_after: how much later a near-duplicate must be recorded to count as newer.
@@ -236,6 +240,7 @@ class VersionConfig:
     inherit: float = 0.0
     band: float = 0.3
     band_weight: float = 0.3
+    same_fact: float = 0.55
     newer_after: timedelta = timedelta(hours=12)
     recency_span: timedelta = timedelta(days=1)
     spread: float = 0.0
@@ -249,6 +254,8 @@ class VersionConfig:
             raise ConfigError("versions.window must be an integer >= 2")
         if not 0.0 < self.similarity <= 1.0 or not 0.0 <= self.demote < 1.0:
             raise ConfigError("versions.similarity must be in (0, 1] and demote in [0, 1)")
+        if not -1.0 <= self.same_fact <= 1.0:
+            raise ConfigError(f"versions.same_fact must be in [-1, 1]; got {self.same_fact}")
         for name in ("inherit", "band", "band_weight"):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:

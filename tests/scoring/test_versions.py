@@ -42,14 +42,30 @@ def test_records_close_in_time_are_not_versions_of_each_other() -> None:
     assert result.scores[0] > result.scores[1]
 
 
-def test_in_band_recency_prefers_the_latest_of_near_equal_scores() -> None:
-    vectors = np.stack([unit(1, 0, 0), unit(0, 1, 0), unit(0, 0, 1)])
+def test_in_band_recency_prefers_the_latest_version_of_near_equal_scores() -> None:
+    vectors = np.stack([unit(1, 0, 0), unit(1, 0.5, 0), unit(0, 0, 1)])  # 0 and 1: one fact
     recorded = np.asarray([0, 5 * 24 * HOUR, 10 * 24 * HOUR], dtype=np.int64)
     config = VersionConfig(inherit=0.0, demote=0.0, band=0.05, band_weight=0.1)
     result = adjust_versions(np.asarray([0.80, 0.79, 0.50]), vectors, recorded, config)
     assert result.recent[1] == pytest.approx(0.1 * 0.80)  # the latest in the band (0.95 × best)
     assert result.recent[2] == 0.0  # outside the band
     assert result.scores[1] > result.scores[0]
+
+
+def test_an_unrelated_newer_fact_is_not_lifted_over_the_answer() -> None:
+    """ "What should I cook for Priya?": her newer birthday fact is in the band (it names her) but
+    is no version of "Priya is vegetarian" (cosine below ``same_fact``): no recency for it."""
+    vectors = np.stack([unit(1, 0, 0), unit(1, 1.2, 0)])  # cosine 0.64 ... under a stricter bar
+    recorded = np.asarray([0, 30 * 24 * HOUR], dtype=np.int64)
+    config = VersionConfig(band=0.3, band_weight=0.3, same_fact=0.7)
+    result = adjust_versions(np.asarray([0.60, 0.55]), vectors, recorded, config)
+    assert result.recent.tolist() == [0.0, 0.0]
+    assert result.scores[0] > result.scores[1]
+    versions = adjust_versions(
+        np.asarray([0.60, 0.55]), vectors, recorded, VersionConfig(band=0.3, same_fact=0.6)
+    )
+    assert versions.recent[1] > 0  # alike enough: the newer version wins
+    assert versions.scores[1] > versions.scores[0]
 
 
 def test_the_band_is_relative_so_scaling_every_score_changes_no_rank() -> None:
@@ -99,11 +115,11 @@ def test_questions_about_when_something_happened_get_no_band(
     location: str | Path, clock: SimClock
 ) -> None:
     with Memory.open(location, embedder=None, clock=clock) as mem:
-        older = mem.remember("the harbour festival", embedding=unit(1, 0.25, 0)).id
+        older = mem.remember("the harbour festival", embedding=unit(1, 0.5, 0)).id
         clock.advance(days=5)
-        newer = mem.remember("the lantern parade", embedding=unit(0.2, 1, 0)).id
+        newer = mem.remember("the lantern parade", embedding=unit(0.6, 1, 0)).id  # alike: 0.84
         clock.advance(days=1)
-        question = unit(1, 1, 0)  # a little closer to the older record
+        question = unit(1, 0.8, 0)  # a little closer to the older record
         state = mem.peek("Which one is it?", query_embedding=question, explain=True)
         assert state[0].record.id == newer  # in-band recency lifts the later record
         assert state[0].breakdown.factors["recent_in_band_bonus"] > 0  # type: ignore[union-attr]

@@ -1,8 +1,9 @@
 """Version-aware ranking (DESIGN §2, issue: retrieval quality): among the best candidates, a record
 with a newer near-duplicate is an older version of the same fact — it is demoted and its update
 inherits part of its score — and among the candidates that score close to the best (within a
-fraction of it), later days are preferred. A soft preference on a handful of rows, not a global
-decay.
+fraction of it) and are versions of one fact (alike to each other), the later are preferred. A
+soft preference on a handful of rows, not a global decay: an unrelated newer fact about the same
+person is not lifted over the one that answers.
 
 Pure: scores, unit vectors and instants of the top rows in, adjusted scores and the adjustments out.
 """
@@ -52,9 +53,15 @@ def adjust_versions(
     best = float(adjusted.max()) if n else 0.0
     if config.band > 0 and config.band_weight > 0 and best > 0:
         in_band = adjusted >= best * (1.0 - config.band)
-        low, high = recorded_at[in_band].min(), recorded_at[in_band].max()
-        span = max(int(high - low), config.recency_span // _ONE_US)
-        recent = np.where(in_band, config.band_weight * best * (recorded_at - low) / span, 0.0)
+        # Only versions of one fact compete by recency: each in-band row is measured against the
+        # in-band rows at least ``same_fact`` alike (itself included); alone, it gains nothing.
+        alike = (vectors @ vectors.T >= config.same_fact) & in_band[:, None] & in_band[None, :]
+        times = np.where(alike, recorded_at[None, :], np.iinfo(np.int64).max)
+        low = times.min(axis=1)
+        high = np.where(alike, recorded_at[None, :], np.iinfo(np.int64).min).max(axis=1)
+        span = np.maximum(high - low, config.recency_span // _ONE_US).astype(np.float64)
+        grouped = in_band & (alike.sum(axis=1) > 1)
+        recent = np.where(grouped, config.band_weight * best * (recorded_at - low) / span, 0.0)
     return VersionAdjustment(adjusted + recent, demoted, inherited, recent)
 
 
