@@ -115,3 +115,17 @@ def test_the_cli_shows_full_ids(capsys: pytest.CaptureFixture[str], tmp_path: ob
     main(["recall", "lamp", "--explain", "--no-touch", "--db", db, "--no-embedder"])
     out = capsys.readouterr().out
     assert all(len(i) == 26 and i in out for i in made)
+
+
+def test_the_explanation_stays_aligned_with_wide_characters() -> None:
+    """A Korean speaker's name in a line takes two columns a syllable: the ``=`` column holds."""
+    from chronomem.text import display_width
+
+    with Memory.open(":memory:", embedder=None) as mem:
+        mem.remember("부산에 가자고 했다", speaker="민수")
+        mem.remember("서울에 가자고 했다", speaker="지수")
+        hit = mem.peek("민수가 뭐라고 했어?", k=1, explain=True)[0]
+    lines = format_hit(1, hit).splitlines()[2:]
+    assert any("민수's line" in line for line in lines)
+    columns = {display_width(line[: line.rindex("=")]) for line in lines if PART.match(line)}
+    assert len(columns) == 1, lines

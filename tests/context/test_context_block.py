@@ -107,3 +107,11 @@ def test_a_tight_budget_keeps_the_proximate_cause(
     data = tight.to_dict()
     assert data["chain"][-1]["effect"]["id"] == riot
     assert [e["rank"] for e in data["evidence"]] == list(range(1, len(tight.evidence) + 1))
+
+
+def test_the_default_token_count_counts_a_wide_character_as_a_token() -> None:
+    """A CJK character is about one BPE token, not a quarter of one: a Korean block within a
+    budget of 100 tokens holds about 100 syllables, not 400."""
+    assert approximate_tokens("lighthouse keeper") == 5  # 17 characters / 4, rounded up
+    assert approximate_tokens("회의는 매주 화요일") == 8 + 1  # eight syllables, two spaces
+    assert approximate_tokens("東京の天気") == 5

@@ -181,6 +181,31 @@ def test_the_record_page_shows_the_chain_the_audit_and_the_ratings(
     page.close()
 
 
+def test_korean_japanese_and_chinese_records_carry_their_language(browser: Any, site: Site) -> None:
+    """A record written beside the running service (a second handle on the file) shows in the
+    timeline and on its page with its ``lang``, so the browser draws Japanese kanji as Japanese
+    and Chinese hanzi as Chinese; the explorer finds it by a Korean question."""
+    texts = {"ko": "회의는 매주 화요일 오전 10시에 열린다", "ja": "会議は毎週火曜日に開かれる",
+             "zh": "例会定在每周二上午"}  # fmt: skip
+    with Memory.open(site.db, embedder=None, clock=SimClock(START), space="a") as mem:
+        ids = {lang: mem.remember(text, agent="민수", embedding=unit(0, 1, 1, 1)).id
+               for lang, text in texts.items()}  # fmt: skip
+    page = _login(browser, site, "read", "/ui/spaces/a?agent=민수")
+    shown = page.eval_on_selector_all(
+        "#records li.record .text", "items => items.map(a => [a.lang, a.textContent.trim()])"
+    )
+    assert sorted(shown) == sorted([lang, text] for lang, text in texts.items())
+    page.goto(f"{site.url}/ui/spaces/a/records/{ids['ja']}")
+    assert page.get_attribute("#record-text", "lang") == "ja"
+    assert page.inner_text("#record-text") == texts["ja"]
+    page.goto(f"{site.url}/ui/spaces/a/explore")
+    page.fill("#q", "회의는 언제 열려?")
+    page.click("#ask")
+    page.wait_for_selector("#hits li.hit")
+    assert page.inner_text("#hits li.hit >> nth=0 >> a") == texts["ko"]
+    page.close()
+
+
 def test_the_explorer_bars_add_up_to_each_score(browser: Any, site: Site) -> None:
     page = _login(browser, site, "read", "/ui/spaces/a/explore")
     page.fill("#q", "install packages with pnpm")

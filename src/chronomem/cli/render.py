@@ -14,6 +14,7 @@ from typing import Any
 from chronomem.context.block import record_markers
 from chronomem.model.event import Link
 from chronomem.model.record import Breakdown, Hit, Record
+from chronomem.text import display_width
 
 __all__ = [
     "explanation",
@@ -134,9 +135,9 @@ def explanation(b: Breakdown) -> list[str]:
         else:
             text = f"{name} bonus{session}"
         rows.append((f"   {op}{text}", part))
-    width = max(len(t) for t, _ in rows)
-    lines = [f"{t:<{width}}  = {part:8.4f}" for t, part in rows]
-    lines.append(f"{'   = score':<{width}}    {b.final:8.4f}  [{b.preset}, {b.normalisation}]")
+    width = max(display_width(t) for t, _ in rows)
+    lines = [f"{pad(t, width)}  = {part:8.4f}" for t, part in rows]
+    lines.append(f"{pad('   = score', width)}    {b.final:8.4f}  [{b.preset}, {b.normalisation}]")
     cues = [f"   ({b.cues[name]})" for name in ("time", "every_piece") if name in b.cues]
     return [*cues, *lines]
 
@@ -165,6 +166,11 @@ def _shared(a: str, b: str) -> int:
 def lifecycle_marker(r: Record) -> str:
     """A short marker for records that are not plainly open and sound."""
     return "".join(f" [{m}]" for m in record_markers(r))
+
+
+def pad(text: str, columns: int) -> str:
+    """``text`` padded with spaces to ``columns`` terminal columns (a wide character is two)."""
+    return text + " " * max(0, columns - display_width(text))
 
 
 def format_record(r: Record) -> str:

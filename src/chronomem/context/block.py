@@ -15,6 +15,7 @@ from typing import Any
 
 from chronomem.model.event import Event, Link
 from chronomem.model.record import Hit, Record
+from chronomem.text import wide_chars
 
 __all__ = [
     "ChainLink",
@@ -31,9 +32,11 @@ TokenCounter = Callable[[str], int]
 
 
 def approximate_tokens(text: str) -> int:
-    """The default token count: one token per four characters, rounded up (close to BPE
-    tokenisers on English prose; pass your model's tokeniser for exact budgets)."""
-    return math.ceil(len(text) / 4)
+    """The default token count: one token per four characters, and one per wide character
+    (Hangul, kana, hanzi), rounded up — close to BPE tokenisers on English prose and on Korean,
+    Japanese and Chinese text; pass your model's tokeniser for exact budgets."""
+    wide = wide_chars(text)
+    return wide + math.ceil((len(text) - wide) / 4)
 
 
 def record_markers(r: Record) -> list[str]:

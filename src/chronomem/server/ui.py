@@ -23,6 +23,7 @@ from fastapi import FastAPI, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from chronomem.analysis.scripts import language_of
 from chronomem.checks import parse_instant
 from chronomem.clock import to_micros
 from chronomem.config import PRESETS
@@ -35,6 +36,7 @@ from chronomem.retrieval.options import ReadOptions
 from chronomem.server import problems
 from chronomem.server.auth import Caller, Denied, Gate
 from chronomem.server.spaces import Spaces
+from chronomem.text import clip
 
 __all__ = ["COOKIE", "mount_ui"]
 
@@ -43,6 +45,16 @@ _SHOWN = 500  # the timeline lists the newest records up to this many
 _GRAPH_EVENTS = 2_000  # the causal page draws at most this many events
 _CITES = "cites it as evidence"
 _TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
+
+
+def _lang(text: str) -> str:
+    """An HTML ``lang`` attribute for a record's text in Korean, Japanese or Chinese (so the
+    browser picks that language's glyphs for the characters they share), else nothing."""
+    found = language_of(text)
+    return f' lang="{found}"' if found in ("ko", "ja", "zh") else ""
+
+
+_TEMPLATES.env.filters["lang"] = _lang
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +266,8 @@ def mount_ui(app: FastAPI, spaces: Spaces, gate: Gate) -> None:
                     witnesses.setdefault(part.event_id, []).append(hit.record)
         graph = {
             "nodes": [
-                {"data": {"id": e.id, "label": e.text[:40], "kind": e.kind.value}} for e in events
+                {"data": {"id": e.id, "label": clip(e.text, 40), "kind": e.kind.value}}
+                for e in events
             ],
             "edges": [
                 {
