@@ -10,6 +10,7 @@ __all__ = [
     "dedup_key",
     "event_key",
     "normalise_text",
+    "number_key",
     "passage_spans",
     "passages",
     "asks_when_something_happened",
@@ -32,6 +33,22 @@ def dedup_key(text: str) -> int:
     """A stable signed 64-bit hash of :func:`normalise_text` (stable across processes)."""
     digest = hashlib.blake2b(normalise_text(text).encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True)
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def number_key(text: str) -> int:
+    """A stable 64-bit hash of the numbers a text states, in order (0: it states none). Two
+    texts stating different numbers — "Pin libfoo to 2.1" and "… to 2.2", "at 10am" and "at
+    11am" — say different things however close their vectors: the write gate never merges
+    them."""
+    found = _NUMBER.findall(text)
+    if not found:
+        return 0
+    joined = " ".join(n.lstrip("0") or "0" for n in found)
+    digest = hashlib.blake2b(joined.encode("ascii"), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True) or 1
 
 
 def event_key(event_id: str) -> int:

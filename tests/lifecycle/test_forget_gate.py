@@ -153,6 +153,24 @@ def test_the_gate_rejects_near_duplicates_in_the_same_domain(mem: Memory, clock:
     assert batch[1].duplicate_of == batch[0].id
 
 
+def test_the_gate_never_merges_texts_stating_different_numbers(mem: Memory) -> None:
+    """all-MiniLM-L6-v2 puts "Pin libfoo to 2.1" and "… to 2.2" at cosine 0.966, "at 10am" and
+    "at 11am" at 0.962 — above its gate threshold: they are two facts, and both are kept."""
+    pin = mem.remember("Pin libfoo to 2.1", kind="instruction", embedding=unit(1, 0.01, 0))
+    other = mem.remember("Pin libfoo to 2.2", kind="instruction", embedding=unit(1, 0.011, 0))
+    assert pin.stored
+    assert other.stored
+    same = mem.remember("pin libfoo to 2.1!", kind="instruction", embedding=unit(1, 0.01, 0))
+    assert (same.stored, same.duplicate_of) == (False, pin.id)
+    batch = mem.remember_many(
+        [{"text": "Standup at 10am", "embedding": unit(0, 1, 0)},
+         {"text": "Standup at 11am", "embedding": unit(0, 1, 0.001)},
+         {"text": "standup at 10 am", "embedding": unit(0, 1, 0.002)}],
+        kind="fact",
+    )  # fmt: skip
+    assert [r.stored for r in batch] == [True, True, False]
+
+
 def test_gate_thresholds_are_per_embedder(db_path: Path, clock: SimClock) -> None:
     strict = WriteGate(thresholds={"test/fixed": 0.5})
     embedder = FixedEmbedder({"a": unit(1, 0, 0, 0, 0, 0, 0, 0), "b": unit(1, 1, 0, 0, 0, 0, 0, 0)})

@@ -16,7 +16,7 @@ from chronomem.errors import StoreError
 from chronomem.model.record import Kind
 from chronomem.retrieval.compact import Codes
 from chronomem.stores.base import NEVER, SINCE_EVER, RecordColumns
-from chronomem.text import dedup_key, event_key, speaker
+from chronomem.text import dedup_key, event_key, number_key, speaker
 
 __all__ = ["KINDS", "KIND_CODES", "AgentArrays", "Bounds", "domain_key"]
 
@@ -66,7 +66,9 @@ class AgentArrays:
         "superseded_at",
     )
     _F64_FIELDS = ("importance", "feedback_score")
-    _OTHER_FIELDS = ("kind", "speaker", "language", "has_embedding", "has_passages", "ids")
+    _OTHER_FIELDS = (
+        "kind", "speaker", "language", "numbers", "has_embedding", "has_passages", "ids",
+    )  # fmt: skip
 
     def __init__(self, agent: str, dim: int | None, capacity: int = 16) -> None:
         self.agent = agent
@@ -83,6 +85,8 @@ class AgentArrays:
         self.speaker_names: dict[str, int] = {}
         # each row's language as its position in analysis.scripts.LANGUAGES, kept on append
         self.language = np.zeros(cap, dtype=np.int8)
+        # the numbers each row's text states (text.number_key), for the write gate
+        self.numbers = np.zeros(cap, dtype=np.int64)
         self.has_embedding = np.zeros(cap, dtype=np.bool_)
         self.has_passages = np.zeros(cap, dtype=np.bool_)
         self.ids = np.empty(cap, dtype=_ID_DTYPE)
@@ -224,6 +228,7 @@ class AgentArrays:
             for i in rows
         ]
         self.language[at] = [language_code(cols.texts[i]) for i in rows]
+        self.numbers[at] = [number_key(cols.texts[i]) for i in rows]
         self.ids[at] = [cols.ids[i] for i in rows]
         for offset, i in enumerate(rows):
             self.position[cols.ids[i]] = start + offset

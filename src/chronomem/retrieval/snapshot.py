@@ -33,7 +33,7 @@ from chronomem.retrieval.index import AgentArrays
 
 __all__ = ["Snapshot", "load", "own", "save"]
 
-_MAGIC = b"CHRMIDX\x03"  # 2: the occurred_at column; 3: the language column
+_MAGIC = b"CHRMIDX\x03"  # 2: the occurred_at column; 3: the language and numbers columns
 _ALIGN = 64
 _SEP = "\x00"  # texts never hold NUL (chronomem.checks.check_text): it separates them
 # The columns saved per agent: the numeric ones of AgentArrays plus the derived keys (stable

@@ -1,5 +1,6 @@
 """The near-duplicate write gate's lookup (DESIGN §3): the nearest open record of the same agent,
-gated kinds and domain."""
+gated kinds and domain that states the same numbers (``text.number_key``: "Pin libfoo to 2.1"
+and "… to 2.2" are two facts, however close their vectors)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from chronomem.config import WriteGate
 from chronomem.model.record import Record
 from chronomem.retrieval.columns import columns, visible
 from chronomem.retrieval.index import AgentArrays, domain_key
-from chronomem.text import dedup_key
+from chronomem.text import dedup_key, number_key
 
 __all__ = ["Duplicate", "find_duplicate", "same_batch_duplicate"]
 
@@ -50,6 +51,7 @@ def find_duplicate(
         cols, as_of_us=as_of_us, valid_at_us=as_of_us, include_history=False, kinds=gate.kinds
     )
     same = arrays.domain_keys() == domain_key(record.domain)
+    same &= arrays.numbers[: arrays.n] == number_key(record.read_text)
     mask = same if mask is None else mask & same
     if vector is not None and arrays.emb is not None and arrays.dim == vector.shape[0]:
         unit = unit_vector(vector)
@@ -73,6 +75,8 @@ def same_batch_duplicate(
     """The gate against records accepted earlier in the same batch."""
     for other, other_vector in earlier:
         if other.agent != record.agent or other.domain != record.domain:
+            continue
+        if number_key(other.read_text) != number_key(record.read_text):
             continue
         if vector is None or other_vector is None:
             if dedup_key(other.text) == dedup_key(record.text):
