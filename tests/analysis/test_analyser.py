@@ -152,3 +152,27 @@ def test_a_store_indexed_with_a_segmenter_this_process_lacks_is_refused(tmp_path
             )
     with pytest.raises(ConfigError, match=r"xx=nothing 1\.0.*chronomem\[languages\]"):
         Memory.open(db, embedder=None)
+
+
+def test_other_languages_are_stemmed_in_their_own_language() -> None:
+    """Function words tell French, German, Spanish, Russian ... apart; their words are stemmed
+    by their own Snowball stemmer and also keep the term they have without a language, so a
+    query whose language cannot be told still meets them."""
+    assert {"enfant", "jardin"} <= set(terms("Les enfants jouaient dans le jardin"))
+    assert "jug" in set(terms("¿A qué jugaban los niños?")) & set(
+        terms("Los niños jugaban en el jardín")
+    )
+    assert set(terms("ninos")) <= set(terms("Los niños jugaban en el jardín"))  # unaccented
+    assert "сад" in set(terms("Дети играли в саду")) & set(terms("Что было в саду у детей?"))
+    assert set(terms("дети")) <= set(terms("Дети играли в саду"))
+    assert "чайник" in terms("Мой чайник")  # Cyrillic keeps its marks: "й" is not "и"
+    assert "kind" in terms("Die Kinder spielten im Garten und lachten")
+
+
+def test_english_words_of_other_languages_do_not_make_english_text_foreign() -> None:
+    """ "men", "at", "die", "war", "come" are English words too: English text stays English."""
+    assert terms("Men at work") == ["men", "work"]
+    assert terms("I will come to the war if I die") == ["come", "war", "die"]
+    assert terms("Caroline: I went to the LGBTQ support group") == [
+        "carolin", "went", "lgbtq", "support", "group",
+    ]  # fmt: skip

@@ -7,10 +7,13 @@ analyser that built its index and re-indexes when a process's analyser differs (
 A text is NFKC-normalised (full-width Latin and half-width kana fold to their usual forms), then
 split into words and each word into runs of one script (``scripts.runs``):
 
-- **Latin** (and digits): case-folded, accents removed, English stopwords dropped,
-  Snowball-stemmed (Porter2), at most 64 characters — the analyser of earlier versions;
-- **Greek**: case-folded, accents removed; **other alphabets** (Cyrillic, Arabic, Hebrew,
-  Devanagari, ...): case-folded only — their marks are letters (Cyrillic "й" is not "и");
+- **Latin** (and digits), **Cyrillic** and **Greek**: case-folded; English text (and any whose
+  language its function words do not tell) as by the analyser of earlier versions — accents
+  removed, English stopwords dropped, Snowball-stemmed (Porter2), at most 64 characters; French,
+  German, Spanish, Italian, Portuguese, Dutch, Swedish, Danish, Norwegian, Finnish, Russian and
+  Greek text also by its own Snowball stemmer (``alphabets.py``); Cyrillic keeps its marks
+  ("й" is not "и");
+- **other alphabets** (Arabic, Hebrew, Devanagari, ...): case-folded only;
 - **scripts written without spaces** (Hangul, kanji and kana, Thai, ...): their words by the
   language's segmenter where one is installed (``segmenters.py``: Korean morphemes, Japanese and
   Chinese words, ICU boundaries) *and* their character bigrams (a run of one character: itself),
@@ -26,9 +29,8 @@ import unicodedata
 from collections.abc import Mapping
 from functools import lru_cache
 
-import Stemmer
-
-from chronomem.analysis.scripts import HAN, HANGUL, LATIN, UNSPACED, language_of, runs
+from chronomem.analysis.alphabets import STOPWORDS, language_of_words, terms_of
+from chronomem.analysis.scripts import HAN, HANGUL, LATIN, UNSPACED, Run, language_of, runs
 from chronomem.analysis.segmenters import Segmenter, available
 
 __all__ = ["STOPWORDS", "Analyser", "bigrams", "default_analyser", "missing_segmenters"]
@@ -36,39 +38,22 @@ __all__ = ["STOPWORDS", "Analyser", "bigrams", "default_analyser", "missing_segm
 _MAX_TERMS = 64
 _MAX_TERM_CHARS = 64
 
-# English function words: a match on "the" alone says nothing about relevance, and indexing them
-# would make every posting list as long as the space. They are neither indexed nor queried.
-STOPWORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its
-    itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves
-    """.split()  # noqa: SIM905 - a word list reads better as text
-)
-
-_STEMMER = Stemmer.Stemmer("english")
+_ALPHABETS = (LATIN, "cyrillic", "greek")
 
 
-@lru_cache(maxsize=1 << 16)
-def _latin(word: str) -> str | None:
-    """The index term of a case-folded Latin-script word, or ``None`` for a stopword."""
-    if word in STOPWORDS:
-        return None
-    if not word.isascii():
-        decomposed = unicodedata.normalize("NFKD", word)
-        word = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return str(_STEMMER.stemWord(word))[:_MAX_TERM_CHARS]
-
-
-def _unaccented(word: str) -> str:
-    decomposed = unicodedata.normalize("NFD", word)
-    return unicodedata.normalize(
-        "NFC", "".join(c for c in decomposed if not unicodedata.combining(c))
-    )
+def _alphabet_languages(found: list[Run]) -> dict[str, str]:
+    """The language of each alphabet's words in a text, where one can be told
+    (``alphabets.language_of_words``)."""
+    words: dict[str, list[str]] = {}
+    for run in found:
+        if run.script in _ALPHABETS:
+            words.setdefault(run.script, []).append(str(run))
+    out = {}
+    for alphabet, of in words.items():
+        language = language_of_words(of, alphabet)
+        if language is not None:
+            out[alphabet] = language
+    return out
 
 
 def bigrams(run: str) -> list[str]:
@@ -78,15 +63,21 @@ def bigrams(run: str) -> list[str]:
 
 class Analyser:
     """Terms of texts (see the module docstring), with ``segmenters`` for the unspaced scripts by
-    the language or script they serve (``ko``, ``ja``, ``zh``, ``thai``, ...)."""
+    the language or script they serve (``ko``, ``ja``, ``zh``, ``thai``, ...). ``bigrams=False``
+    drops the character bigrams of the scripts a segmenter serves (what ``bench/analysers.py``
+    compares; the default keeps them)."""
 
-    def __init__(self, segmenters: Mapping[str, Segmenter]) -> None:
+    def __init__(self, segmenters: Mapping[str, Segmenter], *, bigrams: bool = True) -> None:
         self._segmenters = dict(segmenters)
+        self._bigrams = bigrams
         parts = [f"{k}={s.name}" for k, s in sorted(self._segmenters.items())]
         self.name = (
-            "chronomem-2: nfkc; latin: casefold, unaccent, english stopwords, snowball english; "
-            "greek: casefold, unaccent; other alphabets: casefold; unspaced scripts: character "
-            "bigrams" + (f" + words ({', '.join(parts)})" if parts else "")
+            "chronomem-2: nfkc; latin, cyrillic, greek: casefold, snowball stems of the text's "
+            "language (function words) + english/plain terms, unaccent but cyrillic; other "
+            "alphabets: casefold; unspaced scripts: character "
+            "bigrams"
+            + ("" if bigrams else " where no segmenter serves")
+            + (f" + words ({', '.join(parts)})" if parts else "")
         )
 
     def terms(self, text: str) -> list[str]:
@@ -97,12 +88,12 @@ class Analyser:
         japanese: bool | None = None
         out: list[str] = []
         segmented: dict[str, str] = {}  # language -> the script its words must be in
-        for run in runs(normal):
+        found = list(runs(normal))
+        alphabets = _alphabet_languages(found)
+        for run in found:
             script = run.script
-            if script == LATIN:
-                term = _latin(run)
-                if term:
-                    out.append(term)
+            if script in _ALPHABETS:
+                out += terms_of(str(run), script, alphabets.get(script))
             elif script in UNSPACED:
                 language = script
                 if script == HAN:
@@ -111,11 +102,11 @@ class Analyser:
                     language = "ja" if japanese or _has_kana(run) else "zh"
                 elif script == HANGUL:
                     language = "ko"
-                out += _bigrams(run)
-                if len(run) > 1 and language in self._segmenters:
+                served = language in self._segmenters
+                if self._bigrams or not served:
+                    out += _bigrams(run)
+                if served and (len(run) > 1 or not self._bigrams):
                     segmented[language] = script
-            elif script == "greek":
-                out.append(_unaccented(run)[:_MAX_TERM_CHARS])
             else:
                 out.append(str(run)[:_MAX_TERM_CHARS])
         for language, script in segmented.items():
