@@ -10,8 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
-from chronomem import Memory, SimClock
+from chronomem import ConfigError, Memory, SimClock
 
 from ..conftest import T0, FixedEmbedder
 
@@ -90,3 +91,84 @@ def test_a_read_question_weighs_unread_records_by_their_words(tmp_path: Path) ->
     english = by_text["the office moved to Lyon"]
     assert english is not None
     assert english.unread_language is None
+
+
+class Declared(FixedEmbedder):
+    """Every text on one vector (an English model's cosines on Chinese: 1.0 for any two
+    sentences), declaring the languages it reads; explicit ``embedding=`` vectors win."""
+
+    def __init__(self, languages: Sequence[str] | None) -> None:
+        super().__init__(dim=16, model_id="test/declared")
+        self.languages = None if languages is None else frozenset(languages)
+
+    def vector(self, text: str) -> npt.NDArray[np.float32]:
+        return _axis(0)
+
+
+def _axis(i: int, *extra: tuple[int, float]) -> npt.NDArray[np.float32]:
+    out = np.zeros(16, dtype=np.float32)
+    out[i] = 1.0
+    for j, x in extra:
+        out[j] = x
+    return out / np.linalg.norm(out)
+
+
+def _open(tmp_path: Path, languages: Sequence[str] | None) -> Memory:
+    return Memory.open(
+        tmp_path / f"w{languages}.db", embedder=Declared(languages), clock=SimClock(T0)
+    )
+
+
+def test_the_gate_compares_texts_where_the_model_does_not_read(tmp_path: Path) -> None:
+    """A dog is not a cat because an English model cannot tell them apart in Chinese."""
+    with _open(tmp_path, ["en"]) as mem:
+        assert mem.remember("小王养了一只狗", kind="fact").stored
+        assert mem.remember("小王养了一只猫", kind="fact").stored
+        assert not mem.remember("小王养了一只狗", kind="fact").stored  # the same text still is
+        batch = mem.remember_many(["他住在北京", "他住在上海"], kind="fact")
+        assert [r.stored for r in batch] == [True, True]
+        # English is read: one vector for two sentences is a duplicate
+        assert mem.remember("Wang has a dog", kind="fact").stored
+        assert not mem.remember("Wang has a cat", kind="fact").stored
+    with _open(tmp_path, None) as mem:  # a model that declares nothing: its cosine decides
+        assert mem.remember("小王养了一只狗", kind="fact").stored
+        assert not mem.remember("小王养了一只猫", kind="fact").stored
+
+
+def test_a_crisis_associates_unread_records_only_through_witness_links(tmp_path: Path) -> None:
+    for languages, via in ((["en"], None), (None, "cosine")):
+        clock = SimClock(T0)
+        with Memory.open(
+            tmp_path / f"c{languages}.db", embedder=Declared(languages), clock=clock
+        ) as mem:
+            cause = mem.add_event("粮仓空了", embedding=_axis(3))
+            clock.advance(days=1)
+            riot = mem.add_event("市场发生骚乱", kind="crisis", embedding=_axis(4))
+            mem.link(cause.id, riot.id)
+            near = mem.remember("人们在抱怨粮食", embedding=_axis(3, (2, 0.2))).id
+            witness = mem.remember("我看见粮仓是空的", event_id=cause.id, embedding=_axis(9)).id
+            hits = {
+                h.record.id: h.breakdown
+                for h in mem.peek("为什么?", query_embedding=_axis(0), crisis=riot.id, explain=True)
+            }
+        assert hits[near] is not None and hits[near].causal is not None
+        assert hits[near].causal.via == via, languages
+        assert hits[witness] is not None and hits[witness].causal is not None
+        assert hits[witness].causal.boost == 1.0  # a witness link needs no cosine
+
+
+def test_auto_link_refuses_an_effect_the_model_cannot_read(tmp_path: Path) -> None:
+    clock = SimClock(T0)
+    with Memory.open(tmp_path / "a.db", embedder=Declared(["en"]), clock=clock) as mem:
+        chinese = mem.add_event("连续几个月没有下雨", embedding=_axis(1))
+        clock.advance(days=1)
+        wells = mem.add_event("the wells ran dry", embedding=_axis(1, (2, 0.1)))
+        clock.advance(days=1)
+        drought = mem.add_event("drought destroyed the harvest", embedding=_axis(1))
+        made = mem.auto_link(drought.id, window=timedelta(days=30), threshold=0.9)
+        assert [x.cause for x in made] == [wells.id]  # the Chinese event's cosine is not read
+        clock.advance(days=1)
+        famine = mem.add_event("饥荒开始了", embedding=_axis(1))
+        with pytest.raises(ConfigError, match="does not read"):
+            mem.auto_link(famine.id, window=timedelta(days=30))
+        assert chinese.id not in {x.cause for x in mem.links()}

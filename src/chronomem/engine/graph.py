@@ -10,11 +10,12 @@ from typing import Any
 
 import numpy as np
 
+from chronomem.analysis.scripts import language_of, reads
 from chronomem.arrays import unit_vector
 from chronomem.checks import metadata_dict
 from chronomem.clock import to_micros
 from chronomem.context.block import ContextBlock, TokenCounter, build_block, chain_links
-from chronomem.embedders.base import as_vector
+from chronomem.embedders.base import as_vector, model_languages
 from chronomem.engine import read
 from chronomem.engine.handle import Handle
 from chronomem.errors import (
@@ -174,11 +175,18 @@ def auto_link(
             f"auto_link needs event vectors; event {effect.id} has none (open the store with an "
             f"embedder, or pass embedding= to add_event)"
         )
+    languages = model_languages(h.embedder)
+    asked = language_of(effect.text)
+    if not reads(languages, asked):
+        raise ConfigError(
+            f"auto_link infers links from the embedding model's cosines, and {h.meta.model} "
+            f"does not read this event's language ({asked}); link its causes with link()"
+        )
     target = unit_vector(vectors[effect.id])
     made = []
     for cause in earlier:
         vector = vectors.get(cause.id)
-        if vector is None:
+        if vector is None or not reads(languages, language_of(cause.text)):
             continue
         similarity = float(np.dot(unit_vector(vector), target))
         if similarity < threshold:

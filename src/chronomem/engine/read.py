@@ -118,7 +118,9 @@ def recall_many(
     texts = list(queries)
     if options.crisis is not None:
         event = h.event(options.crisis)
-        crisis = build_crisis(h.store, h.space, event, at, config.causal, h.meta.model)
+        crisis = build_crisis(
+            h.store, h.space, event, at, config.causal, h.meta.model, model_languages(h.embedder)
+        )
         texts = [t if t.strip() else event.text for t in texts]
     agents = tuple(h.store.agents(h.space)) if options.agents is None else tuple(options.agents)
     vectors = _query_vectors(h, texts, embeddings, config) if ready is None else ready

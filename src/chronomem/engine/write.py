@@ -14,7 +14,7 @@ import numpy as np
 from chronomem.arrays import F32
 from chronomem.checks import flag, positive_int, record_items, shown
 from chronomem.clock import to_micros
-from chronomem.embedders.base import is_thread_safe, read_lengths
+from chronomem.embedders.base import is_thread_safe, model_languages, read_lengths
 from chronomem.engine.handle import Handle
 from chronomem.errors import (
     ConfigError,
@@ -441,12 +441,13 @@ def _store_drafts(
     results: list[WriteResult] = []
     accepted: list[Draft] = []
     threshold = h.gate.threshold(h.meta.model)
+    languages = model_languages(h.embedder)
     for d in drafts:
         duplicate = None
         if not d.supersedes and not d.replace and d.record.kind in h.gate.kinds:
             earlier = [(a.record, a.embedding) for a in accepted if a.record.kind in h.gate.kinds]
             duplicate = same_batch_duplicate(
-                earlier, d.record, d.embedding, threshold
+                earlier, d.record, d.embedding, threshold, languages
             ) or find_duplicate(
                 h.index.arrays([d.record.agent])[0],
                 d.record,
@@ -454,6 +455,7 @@ def _store_drafts(
                 gate=h.gate,
                 threshold=threshold,
                 as_of_us=to_micros(now),
+                languages=languages,
             )
         if duplicate is not None:
             results.append(

@@ -8,6 +8,7 @@ from datetime import datetime
 
 import numpy as np
 
+from chronomem.analysis.scripts import language_of, reads
 from chronomem.arrays import F64, I64, Rows
 from chronomem.clock import to_micros
 from chronomem.config import CausalConfig, Fusion
@@ -16,6 +17,7 @@ from chronomem.graph.boost import Boost, causal_boost, effective, event_matrix, 
 from chronomem.graph.causal_events import causal_events
 from chronomem.model.event import Event, Link
 from chronomem.retrieval.columns import Columns
+from chronomem.retrieval.languages import unread_rows
 from chronomem.retrieval.query import Crisis
 from chronomem.scoring.score import Scores, fuse
 from chronomem.stores.base import MemoryStore
@@ -49,9 +51,12 @@ def build_crisis(
     as_of: datetime,
     causal: CausalConfig,
     model_id: str | None,
+    languages: frozenset[str] | None = None,
 ) -> Crisis:
     """The causal events of a crisis read at ``as_of``: the crisis's ancestors and the
-    scope-fallback events, with the association threshold of the store's embedder."""
+    scope-fallback events, with the association threshold of the store's embedder. Where the
+    embedder does not read an event's language (``languages``: what it reads; ``None``: every
+    language), the event associates only with the records that witnessed it."""
     _, reach, events = graph_at(store, space, event.id, as_of, causal.max_depth)
     scope_events: list[Event] = []
     if event.scope is not None and causal.fallback_window is not None:
@@ -66,6 +71,10 @@ def build_crisis(
             if e.recorded_at <= as_of
         ]
     wanted = [*events, *(e.id for e in scope_events)]
+    vectors = store.event_embeddings(space, wanted)
+    if languages is not None:
+        texts = {e.id: e.text for e in (*events.values(), *scope_events)}
+        vectors = {i: v for i, v in vectors.items() if reads(languages, language_of(texts[i]))}
     return Crisis(
         event=event,
         events=tuple(
@@ -73,13 +82,14 @@ def build_crisis(
                 crisis=event,
                 reach=reach,
                 events=events,
-                vectors=store.event_embeddings(space, wanted),
+                vectors=vectors,
                 scope_events=scope_events,
                 config=causal,
             )
         ),
         threshold=causal.association_threshold(model_id),
         full=causal.full_association(model_id),
+        languages=languages,
     )
 
 
@@ -96,6 +106,9 @@ def boost_rows(
     events = list(crisis.events)
     matrix = event_matrix(events) if events else None
     cosines = None if matrix is None else cols.products(rows, matrix)
+    unread = unread_rows(cols, crisis.languages)
+    if cosines is not None and unread is not None:  # their cosines are noise: no association
+        cosines[unread if rows is None else unread[rows]] = 0.0
     return causal_boost(
         cosines, cols.derived("event_keys") if keys is None else keys, events,
         threshold=crisis.threshold, full=crisis.full, rows=rows, witness=witness,

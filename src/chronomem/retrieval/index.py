@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -239,7 +240,7 @@ class AgentArrays:
         self.n = start + rows.size
         if start and self.pk[start - 1] >= self.pk[start]:
             raise StoreError("store keys are not increasing; the in-memory index is out of sync")
-        self._derived.clear()
+        self._extend_keys(start)
 
     def update(self, cols: RecordColumns, rows: Rows) -> None:
         """Overwrite the mutable columns of rows already held (texts and kinds never change;
@@ -289,7 +290,11 @@ class AgentArrays:
         self.event_ids = [e for e, k in zip(self.event_ids, keep, strict=True) if k]
         self.n = int(keep.sum())
         self._position = None
-        self._derived.clear()
+        self._derived = {
+            name: cached[keep]
+            for name, cached in self._derived.items()
+            if name in self._KEYS and cached.shape[0] == keep.shape[0]
+        }
         self._bounds = None
 
     def compact(self) -> Codes:
@@ -335,13 +340,41 @@ class AgentArrays:
                 )
         return self._bounds
 
+    # The derived key columns, kept across appends and removals (computing them for every row
+    # again after each write would cost a hash per record per read).
+    _KEYS: ClassVar[dict[str, Callable[[AgentArrays, int], npt.NDArray[np.int64]]]] = {
+        "text_keys": lambda a, start: np.fromiter(
+            (dedup_key(t) for t in a.texts[start:]), dtype=np.int64, count=a.n - start
+        ),
+        "domain_keys": lambda a, start: np.fromiter(
+            (domain_key(d) for d in a.domains[start:]), dtype=np.int64, count=a.n - start
+        ),
+        "event_keys": lambda a, start: np.fromiter(
+            (0 if e is None else event_key(e) for e in a.event_ids[start:]),
+            dtype=np.int64,
+            count=a.n - start,
+        ),
+    }
+
+    def _extend_keys(self, start: int) -> None:
+        """After an append of the rows from ``start``: the key columns computed so far gain the
+        new rows' keys; every other derived column is dropped."""
+        kept: dict[object, npt.NDArray[np.generic]] = {}
+        for name, compute in self._KEYS.items():
+            cached = self._derived.get(name)
+            if cached is not None and cached.shape[0] == start:
+                kept[name] = np.concatenate((cached, compute(self, start)))
+        self._derived = kept
+
+    def _key(self, name: str) -> npt.NDArray[np.int64]:
+        cached = self._derived.get(name)
+        if cached is None:
+            cached = self._derived[name] = self._KEYS[name](self, 0)
+        return cached  # type: ignore[return-value]
+
     def text_keys(self) -> npt.NDArray[np.int64]:
         """Dedup keys of the normalised texts."""
-        cached = self._derived.get("text_keys")
-        if cached is None:
-            cached = np.fromiter((dedup_key(t) for t in self.texts), dtype=np.int64, count=self.n)
-            self._derived["text_keys"] = cached
-        return cached  # type: ignore[return-value]
+        return self._key("text_keys")
 
     def language_codes(self) -> npt.NDArray[np.int8]:
         """Each text's language as its position in ``analysis.scripts.LANGUAGES``."""
@@ -349,25 +382,11 @@ class AgentArrays:
 
     def domain_keys(self) -> npt.NDArray[np.int64]:
         """Hashes of the domains (0 for no domain) for equality tests."""
-        cached = self._derived.get("domain_keys")
-        if cached is None:
-            cached = np.fromiter(
-                (domain_key(d) for d in self.domains), dtype=np.int64, count=self.n
-            )
-            self._derived["domain_keys"] = cached
-        return cached  # type: ignore[return-value]
+        return self._key("domain_keys")
 
     def event_keys(self) -> npt.NDArray[np.int64]:
         """Hashes of the witnessed event ids (0 for none)."""
-        cached = self._derived.get("event_keys")
-        if cached is None:
-            cached = np.fromiter(
-                (0 if e is None else event_key(e) for e in self.event_ids),
-                dtype=np.int64,
-                count=self.n,
-            )
-            self._derived["event_keys"] = cached
-        return cached  # type: ignore[return-value]
+        return self._key("event_keys")
 
     def raise_to_passages(self, dense: npt.NDArray[np.float64], query: F32) -> None:
         """Raise each row's cosine in ``dense`` to its best passage's, in place."""

@@ -16,7 +16,7 @@ from chronomem.config import RelevanceMode
 from chronomem.retrieval.columns import Columns
 from chronomem.retrieval.query import Query
 
-__all__ = ["Coverage", "model_reads"]
+__all__ = ["Coverage", "model_reads", "unread_rows"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +47,17 @@ def model_reads(cols: Columns, q: Query) -> tuple[Query, Coverage]:
     asked = language_of(q.text)
     if not reads(q.languages, asked):
         return replace(q, vector=None, raw_vector=None), Coverage(question=asked)
-    read = [i for i, name in enumerate(LANGUAGES) if reads(q.languages, name)]
-    codes = cols.derived("language_codes")
-    unread = ~np.isin(codes, read)
-    return q, (Coverage(unread=unread, codes=codes) if unread.any() else Coverage())
+    unread = unread_rows(cols, q.languages)
+    if unread is None:
+        return q, Coverage()
+    return q, Coverage(unread=unread, codes=cols.derived("language_codes"))
+
+
+def unread_rows(cols: Columns, languages: frozenset[str] | None) -> Mask | None:
+    """The rows in a language a model reading ``languages`` does not read (``None``: none, or
+    the model reads every language)."""
+    if languages is None:
+        return None
+    read = [i for i, name in enumerate(LANGUAGES) if reads(languages, name)]
+    unread = ~np.isin(cols.derived("language_codes"), read)
+    return unread if unread.any() else None

@@ -56,3 +56,4 @@ class Crisis:
     events: tuple[CausalEvent, ...]
     threshold: float
     full: float
+    languages: frozenset[str] | None = None  # what the embedder reads (None: every language)

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import numpy.typing as npt
 
+from chronomem.analysis.scripts import LANGUAGES, reads
 from chronomem.arrays import F64, I64, Mask, Rows
 from chronomem.clock import to_micros
 from chronomem.config import Normalisation, RecencyMode, RelevanceMode, ScoringConfig
@@ -151,6 +152,10 @@ def _causal_part(cols: Columns, boost: Boost, crisis: Crisis, row: int, q: Query
     part = int(np.searchsorted(cols.offsets, row, side="right")) - 1
     arrays, local = cols.arrays[part], row - int(cols.offsets[part])
     vector = None if arrays.emb is None else arrays.emb[local]
+    if crisis.languages is not None and not reads(
+        crisis.languages, LANGUAGES[int(arrays.language[local])]
+    ):
+        vector = None  # the model does not read the record's language (crisis.boost_rows)
     value, via = association(
         vector, arrays.event_ids[local], event, threshold=crisis.threshold, full=crisis.full
     )

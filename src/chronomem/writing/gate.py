@@ -8,11 +8,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from chronomem.analysis.scripts import language_of, reads
 from chronomem.arrays import F32, unit_vector
 from chronomem.config import WriteGate
 from chronomem.model.record import Record
 from chronomem.retrieval.columns import columns, visible
 from chronomem.retrieval.index import AgentArrays, domain_key
+from chronomem.retrieval.languages import unread_rows
 from chronomem.text import dedup_key, number_key
 
 __all__ = ["Duplicate", "find_duplicate", "same_batch_duplicate"]
@@ -41,9 +43,13 @@ def find_duplicate(
     gate: WriteGate,
     threshold: float,
     as_of_us: int,
+    languages: frozenset[str] | None = None,
 ) -> Duplicate | None:
     """The most similar open record of ``record``'s agent, gated kinds and domain at or above
-    ``threshold`` (cosine), or with the same normalised text when there is no vector."""
+    ``threshold`` (cosine), or with the same normalised text when there is no vector or the
+    embedder does not read the record's language (``languages``: what it reads; ``None``:
+    every language) — its cosines would be noise (all-MiniLM-L6-v2 puts "小王养了一只狗" and
+    "小王养了一只猫" at 1.0)."""
     if arrays.n == 0:
         return None
     cols = columns([arrays])
@@ -53,11 +59,13 @@ def find_duplicate(
     same = arrays.domain_keys() == domain_key(record.domain)
     same &= arrays.numbers[: arrays.n] == number_key(record.read_text)
     mask = same if mask is None else mask & same
-    if vector is not None and arrays.emb is not None and arrays.dim == vector.shape[0]:
-        unit = unit_vector(vector)
-        sims = np.where(
-            mask & arrays.has_embedding[: arrays.n], arrays.emb[: arrays.n] @ unit, -np.inf
-        )
+    readable = reads(languages, language_of(record.read_text))
+    if readable and vector is not None and arrays.emb is not None and arrays.dim == vector.shape[0]:
+        comparable = mask & arrays.has_embedding[: arrays.n]
+        unread = unread_rows(cols, languages)
+        if unread is not None:  # records it cannot read: no cosine (nor the same text)
+            comparable &= ~unread
+        sims = np.where(comparable, arrays.emb[: arrays.n] @ unit_vector(vector), -np.inf)
     else:
         sims = np.where(mask & (arrays.text_keys() == dedup_key(record.text)), 1.0, -np.inf)
         best = int(np.argmax(sims))
@@ -70,10 +78,18 @@ def find_duplicate(
 
 
 def same_batch_duplicate(
-    earlier: list[tuple[Record, F32 | None]], record: Record, vector: F32 | None, threshold: float
+    earlier: list[tuple[Record, F32 | None]],
+    record: Record,
+    vector: F32 | None,
+    threshold: float,
+    languages: frozenset[str] | None = None,
 ) -> Duplicate | None:
-    """The gate against records accepted earlier in the same batch."""
+    """The gate against records accepted earlier in the same batch (as :func:`find_duplicate`)."""
+    if vector is not None and not reads(languages, language_of(record.read_text)):
+        vector = None
     for other, other_vector in earlier:
+        if other_vector is not None and not reads(languages, language_of(other.read_text)):
+            other_vector = None
         if other.agent != record.agent or other.domain != record.domain:
             continue
         if number_key(other.read_text) != number_key(record.read_text):
