@@ -38,6 +38,7 @@ from _quality import (
     mean,
     metrics,
     rrf,
+    store_of,
     top,
     variant,
 )
@@ -65,6 +66,21 @@ class Turn:
     dia_id: str
     text: str
     at: datetime
+    speaker: str | None = None  # --format roles: the speaker travels as the record's field
+
+
+# How a turn is written (``--format``): a transcript line, a line of prose, or the words alone
+# with the speaker as the record's ``speaker`` (as chat messages with a role/name come).
+FORMATS = ("transcript", "prose", "roles")
+
+
+def turn_text(speaker: str, words: str, caption: str | None, form: str) -> tuple[str, str | None]:
+    photo = f" [shares a photo: {caption}]" if caption else ""
+    if form == "prose":
+        return f'{speaker} said, "{words}"{photo}', None
+    if form == "roles":
+        return f"{words}{photo}", speaker
+    return f"{speaker}: {words}{photo}", None
 
 
 @dataclass
@@ -102,7 +118,7 @@ def normalise_evidence(raw: list[str], known: set[str]) -> tuple[list[str], int]
     return list(dict.fromkeys(out)), dropped
 
 
-def load(path: Path) -> list[Conversation]:
+def load(path: Path, form: str = "transcript") -> list[Conversation]:
     data = json.loads(path.read_text())
     out = []
     for c in data:
@@ -112,10 +128,8 @@ def load(path: Path) -> list[Conversation]:
         while f"session_{n}" in conv:
             start = parse_time(conv[f"session_{n}_date_time"])
             for i, t in enumerate(conv[f"session_{n}"]):
-                text = f"{t['speaker']}: {t['text']}"
-                if t.get("blip_caption"):
-                    text += f" [shares a photo: {t['blip_caption']}]"
-                turns.append(Turn(t["dia_id"], text, start + timedelta(minutes=i)))
+                text, who = turn_text(t["speaker"], t["text"], t.get("blip_caption"), form)
+                turns.append(Turn(t["dia_id"], text, start + timedelta(minutes=i), who))
             n += 1
         known = {t.dia_id for t in turns}
         qa, dropped, empty = [], 0, 0
@@ -154,15 +168,15 @@ def run_conversation(
     for turn, vector in zip(conv.turns, vectors, strict=True):
         clock.set(turn.at)
         # the engine embeds it as Memory.open's default does (passages="derived")
-        result = mem.remember(turn.text, agent="memory", importance=5)
+        result = mem.remember(turn.text, agent="memory", importance=5, speaker=turn.speaker)
         assert result.id is not None
         id_of[result.id] = turn.dia_id
         whole[result.id] = vector
     asked = conv.last + timedelta(days=1)
     clock.set(asked)
     # Baseline inputs: the whole turns' vectors, the store's BM25 and access ages.
-    with mem.store.snapshot():
-        stored = list(mem.store.iter_records(mem.space))
+    with store_of(mem).snapshot():
+        stored = list(store_of(mem).iter_records(mem.space))
     ids = [s.record.id for s in stored]
     matrix = np.stack([whole[i] for i in ids]).astype(np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
@@ -295,11 +309,16 @@ def main() -> int:
         "--backend", choices=("torch", "onnx"), default="torch",
         help="the embedding backend (onnx: results in %(prog)s_onnx.{md,json})",
     )  # fmt: skip
+    parser.add_argument(
+        "--format", choices=FORMATS, default="transcript",
+        help="how turns are written: 'Name: words', 'Name said, \"words\"', or the words with the "
+        "speaker as the record's field (results in locomo[_onnx]_<format>.{md,json})",
+    )  # fmt: skip
     args = parser.parse_args()
     for item in args.variant:
         name, _, spec = item.partition("=")
         VARIANTS[f"variant {name}"] = variant(spec)
-    conversations = load(args.data)
+    conversations = load(args.data, args.format)
     if args.only:
         conversations = [c for c in conversations if c.sample_id in args.only]
     embedder = CachedEmbedder(backend=args.backend)
@@ -330,6 +349,7 @@ def main() -> int:
     command = " ".join(
         ["python bench/locomo.py", *(f'--variant "{v}"' for v in args.variant)]
         + ([] if args.backend == "torch" else ["--backend onnx"])
+        + ([] if args.format == "transcript" else [f"--format {args.format}"])
     )
     notes = {
         "evidence ids dropped (name no turn)": sum(c.dropped_evidence for c in conversations),
@@ -345,8 +365,11 @@ def main() -> int:
         f'passages="derived"). Notes: {notes}.',
         "",
     ]
+    name = ("locomo" if args.backend == "torch" else "locomo_onnx") + (
+        "" if args.format == "transcript" else f"_{args.format}"
+    )
     write_results(
-        "locomo" if args.backend == "torch" else "locomo_onnx",
+        name,
         {
             "command": command,
             "machine": info,
@@ -355,7 +378,7 @@ def main() -> int:
         },
         lines[:2] + header + lines[2:],
     )
-    chart(summaries, RESULTS / ("locomo.png" if args.backend == "torch" else "locomo_onnx.png"))
+    chart(summaries, RESULTS / f"{name}.png")
     return 0
 
 
