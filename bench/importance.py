@@ -1,8 +1,9 @@
 """Importance without an LLM: agreement with human-style labels, and cost.
 
-``bench/data/importance_labels.jsonl`` holds 175 memories labelled 1..10 on the Generative Agents
-poignancy scale (how they were labelled: docs/reflection.md), split once into a calibration half
-and a held-out half (the ``split`` field). In one run this script
+175 memories labelled 1..10 on the Generative Agents poignancy scale (how they were labelled:
+docs/reflection.md), split once into a calibration half (shipped with the package:
+``src/chronomem/writing/data/importance_calibration.jsonl``) and a held-out half
+(``bench/data/importance_held_out.jsonl``; the ``split`` field). In one run this script
 
 1. fits the anchor scorer's calibration (temperature on a grid; intercept and slope by least
    squares) on the calibration half only, and checks it against the shipped
@@ -41,13 +42,18 @@ from chronomem import HeuristicImportance, Memory, SentenceTransformerEmbedder
 from chronomem.writing.anchors import (
     DEFAULT_ANCHORS,
     DEFAULT_CALIBRATION,
-    AnchorCalibration,
     EmbeddingImportance,
-    anchor_importance,
+    fit_calibration,
 )
+from chronomem.writing.calibration import CALIBRATION_LABELS
 
-LABELS = Path(__file__).resolve().parent / "data" / "importance_labels.jsonl"
-TEMPERATURES = (0.02, 0.03, 0.05, 0.08, 0.1, 0.15)
+# The calibration half ships with the package (Memory.calibrate fits other models on it); the
+# held-out half is the bench's alone.
+ROOT = Path(__file__).resolve().parent.parent
+LABELS = (
+    CALIBRATION_LABELS,
+    Path(__file__).resolve().parent / "data" / "importance_held_out.jsonl",
+)
 F = np.ndarray[Any, np.dtype[np.float64]]
 
 
@@ -87,27 +93,6 @@ def bootstrap(a: F, b: F, n: int = 2000, seed: int = 20) -> tuple[float, float]:
     return float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))
 
 
-def fit(vectors: F, anchors: F, levels: F, labels: F) -> tuple[AnchorCalibration, float]:
-    """The temperature of least squared error on ``labels``, with its intercept and slope."""
-    best: tuple[float, AnchorCalibration] | None = None
-    for temperature in TEMPERATURES:
-        probe = AnchorCalibration(temperature=temperature, intercept=0.0, slope=1.0)
-        weights = anchor_importance(vectors, anchors, levels, probe)[1]
-        level = weights @ levels
-        design = np.c_[np.ones(len(level)), level]
-        (intercept, slope), *_ = np.linalg.lstsq(design, labels, rcond=None)
-        error = float(np.mean((design @ [intercept, slope] - labels) ** 2))
-        calibration = AnchorCalibration(
-            temperature=temperature,
-            intercept=round(float(intercept), 2),
-            slope=round(float(slope), 2),
-        )
-        if best is None or error < best[0]:
-            best = (error, calibration)
-    assert best is not None
-    return best[1], best[0]
-
-
 def per_100_ms(run: Callable[[], object], n: int, repeats: int = 7) -> float:
     times = []
     for _ in range(repeats):
@@ -134,7 +119,7 @@ def remember_all_s(
 
 
 def main() -> int:
-    rows = [json.loads(line) for line in LABELS.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for f in LABELS for line in f.read_text().splitlines() if line.strip()]
     texts = [r["text"] for r in rows]
     labels = np.array([r["importance"] for r in rows], np.float64)
     held = np.array([r["split"] == "held_out" for r in rows])
@@ -152,7 +137,7 @@ def main() -> int:
     vectors = np.asarray(embedder.embed(texts), np.float64)
     embed_ms = (time.perf_counter() - start) * 1000 * 100 / len(texts)
     levels = np.array([a.level for a in DEFAULT_ANCHORS], np.float64)
-    fitted, mse = fit(vectors[cal], anchors, levels, labels[cal])
+    fitted, mse = fit_calibration(vectors[cal], anchors, levels, labels[cal])
     shipped = DEFAULT_CALIBRATION
 
     scores = {
@@ -200,7 +185,7 @@ def main() -> int:
         cost[f"remember_many_175_{label}_ratio_anchors_over_keywords"] = anchors_s / keywords_s
     payload = {
         "machine": machine(),
-        "labels": str(LABELS.relative_to(LABELS.parent.parent.parent)),
+        "labels": " + ".join(str(f.relative_to(ROOT)) for f in LABELS),
         "n": len(rows),
         "n_held_out": int(held.sum()),
         "model": embedder.model_id,

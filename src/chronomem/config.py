@@ -154,14 +154,17 @@ class CausalConfig:
         """What the ``chain`` weighting takes off per link nearer the crisis than the root."""
         return 0.0 if self.max_depth == 1 else (1.0 - self.chain_floor) / (self.max_depth - 1)
 
-    def association_threshold(self, model_id: str | None) -> float:
-        if model_id is None:
-            return self.default_association_threshold
-        return self.association_thresholds.get(model_id, self.default_association_threshold)
+    def association_threshold(self, model_id: str | None, calibrated: float | None = None) -> float:
+        """The model's threshold: its entry in ``association_thresholds``, else its measured
+        one (``calibrated``: :func:`chronomem.writing.calibration.calibrate`), else the
+        default."""
+        if model_id is not None and model_id in self.association_thresholds:
+            return self.association_thresholds[model_id]
+        return self.default_association_threshold if calibrated is None else calibrated
 
-    def full_association(self, model_id: str | None) -> float:
+    def full_association(self, model_id: str | None, calibrated: float | None = None) -> float:
         """The cosine from which a record is fully associated with an event (1.0)."""
-        return min(1.0, self.association_threshold(model_id) + self.association_margin)
+        return min(1.0, self.association_threshold(model_id, calibrated) + self.association_margin)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -38,10 +38,12 @@ class WriteGate:
             if not 0.0 < value <= 1.0:
                 raise ConfigError(f"gate threshold for {model} must be in (0, 1]")
 
-    def threshold(self, model_id: str | None) -> float:
-        if model_id is None:
-            return self.default_threshold
-        return self.thresholds.get(model_id, self.default_threshold)
+    def threshold(self, model_id: str | None, calibrated: float | None = None) -> float:
+        """The model's threshold: its entry in ``thresholds``, else its measured one
+        (``calibrated``: :func:`chronomem.writing.calibration.calibrate`), else the default."""
+        if model_id is not None and model_id in self.thresholds:
+            return self.thresholds[model_id]
+        return self.default_threshold if calibrated is None else calibrated
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -151,9 +151,11 @@ def test_a_crisis_associates_unread_records_only_through_witness_links(tmp_path:
                 h.record.id: h.breakdown
                 for h in mem.peek("为什么?", query_embedding=_axis(0), crisis=riot.id, explain=True)
             }
-        assert hits[near] is not None and hits[near].causal is not None
+        assert hits[near] is not None
+        assert hits[near].causal is not None
         assert hits[near].causal.via == via, languages
-        assert hits[witness] is not None and hits[witness].causal is not None
+        assert hits[witness] is not None
+        assert hits[witness].causal is not None
         assert hits[witness].causal.boost == 1.0  # a witness link needs no cosine
 
 

@@ -75,6 +75,7 @@ CASES = [
     Case("POST", "/reflections", Scope.WRITE, {"agent": "default"}, allowed=400),
     Case("POST", "/embed-passages", Scope.ADMIN, allowed=400),
     Case("POST", "/embed-records", Scope.ADMIN, allowed=400),
+    Case("POST", "/calibrate", Scope.ADMIN, allowed=400),
     Case("POST", "/scrub", Scope.ADMIN),
     Case("GET", "/review", Scope.WRITE),
     Case("GET", "/review/proposals", Scope.READ),

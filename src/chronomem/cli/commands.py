@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from chronomem.cli.render import (
     print_record_line,
     short_time,
 )
-from chronomem.cli.settings import Settings, engine_class, llm_client, open_memory
+from chronomem.cli.settings import Settings, embedder_for, engine_class, llm_client, open_memory
 from chronomem.config import ReflectionConfig
 from chronomem.errors import ConfigError
 from chronomem.model.record import WriteResult
@@ -356,9 +357,99 @@ def stats_command(args: argparse.Namespace, cfg: Settings) -> int:
     print(f"embedder   {stats['embedding_model']} (dimension {stats['embedding_dim']})")
     print(f"records    {stats['records']}  ({stats['bytes_on_disk']:,} bytes on disk)")
     print(f"candidates {stats['candidates']}")
+    limits = stats["thresholds"]
+    print(
+        f"thresholds gate {limits['gate']:g}, association {limits['association']:g}"
+        + (" (calibrated)" if limits["calibrated"] else "")
+    )
     for agent, kinds in stats["agents"].items():
         detail = ", ".join(f"{k} {n}" for k, n in kinds.items())
         print(f"  {agent}: {detail}")
+    return 0
+
+
+def calibrate_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg, create=True) as mem:
+        measured = mem.calibrate(progress=sys.stderr.isatty())
+
+    def text() -> None:
+        ev = measured.evidence
+        print(f"calibrated {measured.model} on {', '.join(measured.languages)} pairs")
+        print(
+            f"  gate        {measured.gate:g}  (nearest different pair {ev['nearest_different']:g}"
+            f" of {ev['gate_pairs']:g}; {ev['same_merged']:.0%} of restatements merged)"
+        )
+        print(
+            f"  association {measured.association:g}  (mean cosine about an event "
+            f"{ev['mean_about']:g}, unrelated {ev['mean_unrelated']:g})"
+        )
+        imp = measured.importance
+        print(
+            "  importance  shipped constants (the model does not read English)"
+            if imp is None
+            else f"  importance  temperature {imp.temperature:g}, intercept {imp.intercept:g}, "
+            f"slope {imp.slope:g}"
+        )
+
+    print_result(args, json.loads(measured.to_json()), text)
+    return 0
+
+
+def reembed_command(args: argparse.Namespace, cfg: Settings) -> int:
+    from chronomem.engine import Memory
+
+    if cfg.server:
+        raise ConfigError("reembed runs beside the service, on the store: pass --db, not --server")
+    local = dataclasses.replace(cfg, embedder=False)  # the old model is not needed
+    with open_memory(local) as mem:
+        assert isinstance(mem, Memory)
+        if args.status or args.cancel:
+            if args.cancel:
+                dropped = mem.cancel_reembed()
+                print_result(
+                    args, {"dropped": dropped}, lambda: print(f"dropped {dropped} vectors")
+                )
+                return 0
+            state = mem.reembed_state()
+            print_result(
+                args,
+                None if state is None else dataclasses.asdict(state),
+                lambda: print(
+                    "no switch in progress"
+                    if state is None
+                    else f"switching to {state.model} (dimension {state.dim}) since "
+                    f"{state.started}: {state.done} of {state.total} vectors made"
+                ),
+            )
+            return 0
+        if not args.to:
+            raise ConfigError("reembed needs the new model: --to FOLDER, --to default, or --to-url")
+        target = embedder_for(
+            dataclasses.replace(
+                cfg,
+                embedder=True,
+                embed_model=None if args.to == "default" and not args.to_url else args.to,
+                embed_url=args.to_url,
+                embed_languages=tuple(
+                    c.strip() for c in (args.to_languages or "").split(",") if c.strip()
+                )
+                or None,
+            )
+        )
+        assert target is not None
+        report = mem.reembed(
+            target, batch=args.batch, progress=sys.stderr.isatty(), cut_over=not args.no_cut_over
+        )
+    print_result(
+        args,
+        dataclasses.asdict(report),
+        lambda: print(
+            f"{'switched' if report.cut_over else 'prepared'} {report.total} vectors to "
+            f"{report.model} (dimension {report.dim}): {report.embedded} embedded now"
+            + (f", {report.stragglers} written during the switch" if report.stragglers else "")
+            + ("" if report.cut_over else "; run again to cut over")
+        ),
+    )
     return 0
 
 

@@ -289,6 +289,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.stats_command)
 
     p = sub.add_parser(
+        "calibrate",
+        parents=[common],
+        help="measure the embedding model's gate, association and importance thresholds and "
+        "keep them in the store",
+    )
+    p.set_defaults(func=commands.calibrate_command)
+
+    p = sub.add_parser(
+        "reembed",
+        parents=[common],
+        help="switch the store to another embedding model while it serves (resumable)",
+    )
+    p.add_argument(
+        "--to", metavar="MODEL",
+        help="the new model: a local sentence-transformers folder, 'default' (the bundled "
+        "model), or with --to-url the model an OpenAI-compatible endpoint serves",
+    )  # fmt: skip
+    p.add_argument("--to-url", metavar="URL", help="an OpenAI-compatible /v1 endpoint")
+    p.add_argument(
+        "--to-languages", metavar="CODES",
+        help="the languages the endpoint's model reads (comma-separated ISO 639-1 codes)",
+    )  # fmt: skip
+    p.add_argument("--batch", type=int, default=256, help="records per transaction (256)")
+    p.add_argument(
+        "--no-cut-over", action="store_true",
+        help="make the new vectors but keep serving the old ones (run again to cut over)",
+    )  # fmt: skip
+    p.add_argument("--status", action="store_true", help="how far a switch in progress is")
+    p.add_argument("--cancel", action="store_true", help="drop a switch in progress")
+    p.set_defaults(func=commands.reembed_command)
+
+    p = sub.add_parser(
         "embed-records",
         parents=[common],
         help="embed the records written without a vector (e.g. with --allow-missing-vectors)",

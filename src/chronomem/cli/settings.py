@@ -39,6 +39,10 @@ class Settings:
     now: datetime | None = None
     embedder_backend: str = "auto"
     cache_dir: str | None = None
+    embed_model: str | None = None
+    embed_url: str | None = None
+    embed_api_key: str | None = None
+    embed_languages: tuple[str, ...] | None = None
 
 
 def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
@@ -49,7 +53,11 @@ def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     ``CHRONOMEM_URL`` / ``CHRONOMEM_KEY`` to run every verb through a ``chronomem serve``,
     ``CHRONOMEM_NOW`` for a simulated now (``--now``),
     ``CHRONOMEM_EMBEDDER`` (``auto``, ``torch``, ``onnx``, ``onnx-int8``) for the model's backend
-    and ``CHRONOMEM_CACHE_DIR`` for where its ONNX export is kept.
+    and ``CHRONOMEM_CACHE_DIR`` for where its ONNX export is kept; another model:
+    ``CHRONOMEM_EMBED_MODEL`` (a local sentence-transformers folder, or with
+    ``CHRONOMEM_EMBED_URL`` the model an OpenAI-compatible endpoint serves),
+    ``CHRONOMEM_EMBED_API_KEY`` and ``CHRONOMEM_EMBED_LANGUAGES`` (the endpoint's languages,
+    comma-separated ISO 639-1 codes; a folder's come from its card unless given).
     Flags win over the environment; the LLM's API key is read from the environment only."""
     threads = environ.get("CHRONOMEM_TORCH_THREADS")
     actor = (
@@ -72,7 +80,16 @@ def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
         now=getattr(args, "now", None) or _instant(environ.get("CHRONOMEM_NOW"), "CHRONOMEM_NOW"),
         embedder_backend=environ.get("CHRONOMEM_EMBEDDER") or "auto",
         cache_dir=environ.get("CHRONOMEM_CACHE_DIR") or None,
+        embed_model=environ.get("CHRONOMEM_EMBED_MODEL") or None,
+        embed_url=environ.get("CHRONOMEM_EMBED_URL") or None,
+        embed_api_key=environ.get("CHRONOMEM_EMBED_API_KEY") or None,
+        embed_languages=_codes(environ.get("CHRONOMEM_EMBED_LANGUAGES")),
     )
+
+
+def _codes(text: str | None) -> tuple[str, ...] | None:
+    codes = tuple(c.strip() for c in (text or "").split(",") if c.strip())
+    return codes or None
 
 
 def _count(text: str | None, name: str) -> int | None:
@@ -94,10 +111,28 @@ def _instant(text: str | None, name: str) -> datetime | None:
 
 
 def embedder_for(cfg: Settings) -> Embedder | None:
-    """The embedder the settings ask for: none with ``--no-embedder``, else the bundled model
-    on the ``CHRONOMEM_EMBEDDER`` backend."""
+    """The embedder the settings ask for: none with ``--no-embedder``; an OpenAI-compatible
+    endpoint or a local folder (``CHRONOMEM_EMBED_URL``, ``CHRONOMEM_EMBED_MODEL``); else the
+    bundled model on the ``CHRONOMEM_EMBEDDER`` backend."""
     if not cfg.embedder:
         return None
+    if cfg.embed_url:
+        from chronomem.embedders.openai_compatible import OpenAICompatibleEmbedder
+
+        if not cfg.embed_model:
+            raise ConfigError(
+                "CHRONOMEM_EMBED_URL needs CHRONOMEM_EMBED_MODEL: the model the endpoint serves"
+            )
+        return OpenAICompatibleEmbedder(
+            cfg.embed_url, cfg.embed_model, api_key=cfg.embed_api_key,
+            languages=cfg.embed_languages,
+        )  # fmt: skip
+    if cfg.embed_model:
+        from chronomem.embedders.sentence_transformers import SentenceTransformerEmbedder
+
+        return SentenceTransformerEmbedder(
+            cfg.embed_model, num_threads=cfg.torch_threads, languages=cfg.embed_languages or "card"
+        )
     from chronomem.embedders.default import default_embedder
 
     return default_embedder(

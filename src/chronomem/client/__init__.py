@@ -111,6 +111,7 @@ class _Verbs:
     reflect = Verb(calls.reflect)
     embed_passages = Verb(calls.embed_passages)
     embed_records = Verb(calls.embed_records)
+    calibrate = Verb(calls.calibrate)
     scrub = Verb(calls.scrub)
     review = Verb(calls.review)
     proposals = Verb(calls.proposals)

@@ -35,6 +35,7 @@ from chronomem.model.reflection import ReflectionResult
 from chronomem.model.review import Access, Proposal
 from chronomem.model.transfer import ImportReport
 from chronomem.retrieval.options import RankBy, ReadOptions
+from chronomem.writing.calibration import Calibration
 
 __all__ = ["Call", "ClockReading"]  # and one function per verb
 
@@ -398,6 +399,11 @@ def embed_records(*, progress: bool = False, batch: int = 512) -> Call[int]:
     """:meth:`chronomem.Memory.embed_records` (admin; the server embeds in its own batches)."""
     positive_int(batch, "batch")
     return Call("POST", "/embed-records", reader(int))
+
+
+def calibrate(*, progress: bool = False) -> Call[Calibration]:
+    """:meth:`chronomem.Memory.calibrate` (admin; the server measures its own embedder)."""
+    return Call("POST", "/calibrate", reader(Calibration))
 
 
 def scrub() -> Call[ScrubResult]:

@@ -44,6 +44,7 @@ def add_event(
     metadata: Mapping[str, Any] | None,
     embedding: Sequence[float] | np.ndarray | None,
 ) -> Event:
+    h.require_model()
     vector = None if embedding is None else as_vector(embedding, dim=h.meta.dim)
     if vector is None and h.embedder is not None:
         vector = h.embedder.embed([text])[0]
@@ -158,7 +159,7 @@ def auto_link(
     """Inferred links into ``event_id`` from similar earlier events (see
     :meth:`Memory.auto_link`); ``threshold`` defaults to the preset's for this embedder."""
     if threshold is None:
-        threshold = h.preset.causal.association_threshold(h.meta.model)
+        threshold = h.preset.causal.association_threshold(h.meta.model, h.calibrated("association"))
     effect = h.event(event_id)
     earlier = [
         e

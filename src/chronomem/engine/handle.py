@@ -37,6 +37,7 @@ from chronomem.retrieval.space import SpaceIndex
 from chronomem.stores import open_store
 from chronomem.stores.base import EmbeddingMeta, MemoryStore
 from chronomem.writing.anchors import EmbeddingImportance
+from chronomem.writing.calibration import Calibration, calibration_key
 from chronomem.writing.importance import HeuristicImportance, ImportanceScorer
 
 __all__ = ["DEFAULT_PASSAGES", "PASSAGE_MODES", "Handle", "PassageMode", "open_handle"]
@@ -73,6 +74,52 @@ class Handle:
     ids: IdFactory = field(default_factory=IdFactory)
     lock: threading.RLock = field(default_factory=threading.RLock)
     closed: bool = False
+    #: The store's measured thresholds for its model (``Memory.calibrate``), if any.
+    calibration: Calibration | None = None
+    own_importance: bool = False  # the default scorer (not the caller's): calibration applies
+    #: The model another process switched the store to (``reembed``) since this handle opened:
+    #: it reads lexically and refuses vectors from then on (docs/design/reembed.md).
+    switched_to: str | None = None
+    _model_seq: int = -1  # the space's change_seq when the store's model was last compared
+
+    def sync_model(self) -> None:
+        """Notice a model switch another handle cut over since the last call: one
+        ``change_seq`` query, and a metadata query only when the space changed."""
+        if self.switched_to is not None or self.meta.dim is None or self.meta_pending:
+            return
+        seq = self.store.change_seq(self.space)
+        if seq == self._model_seq:
+            return
+        self._model_seq = seq
+        stored = self.store.embedding_meta()
+        if stored.model is None or (stored.model, stored.dim) == (self.meta.model, self.meta.dim):
+            return
+        self.switched_to = stored.model
+        self.meta = stored
+        self.index = SpaceIndex(
+            self.store, self.space, stored.dim,
+            snapshot_records=self.index.snapshot_records,
+            compact_records=self.index.compact_records,
+        )  # fmt: skip
+
+    def require_model(self) -> None:
+        """Before a write that embeds: refuse once the store switched to another model."""
+        self.sync_model()
+        if self.switched_to is not None and self.embedder is not None:
+            raise EmbedderMismatchError(
+                f"{self.store.location} switched to {self.switched_to!r} (reembed) after this "
+                f"handle opened with {self.embedder.model_id!r}; reopen it with the new model",
+                expected_model=self.switched_to, expected_dim=self.meta.dim,
+                got_model=self.embedder.model_id, got_dim=self.embedder.dim,
+            )  # fmt: skip
+
+    def calibrated(self, what: Literal["gate", "association"]) -> float | None:
+        """The model's measured ``what`` threshold; ``None``: not calibrated (or another
+        model's calibration)."""
+        cal = self.calibration
+        if cal is None or cal.model != self.meta.model:
+            return None
+        return cal.gate if what == "gate" else cal.association
 
     def require_open(self) -> None:
         if self.closed:
@@ -168,9 +215,22 @@ def _default_embedder() -> Embedder:
     return default_embedder()
 
 
-def _default_importance(embedder: Embedder | None) -> ImportanceScorer:
-    """Without ``importance=``: anchor similarity with the Memory's embedder, else keywords."""
-    return HeuristicImportance() if embedder is None else EmbeddingImportance(embedder)
+def default_importance(
+    embedder: Embedder | None, calibration: Calibration | None = None
+) -> ImportanceScorer:
+    """Without ``importance=``: anchor similarity with the Memory's embedder (with its measured
+    constants, when ``calibration`` is that model's and has them), else keywords."""
+    if embedder is None:
+        return HeuristicImportance()
+    if calibration is None or calibration.model != embedder.model_id or not calibration.importance:
+        return EmbeddingImportance(embedder)
+    return EmbeddingImportance(embedder, calibration=calibration.importance)
+
+
+def stored_calibration(store: MemoryStore, model: str | None) -> Calibration | None:
+    """The calibration the store holds for ``model`` (``Memory.calibrate``), if any."""
+    raw = None if model is None else store.meta_value(calibration_key(model))
+    return None if raw is None else Calibration.from_json(raw)
 
 
 def _check_embedder(store: MemoryStore, embedder: Embedder | None) -> EmbeddingMeta:
@@ -181,13 +241,24 @@ def _check_embedder(store: MemoryStore, embedder: Embedder | None) -> EmbeddingM
     if embedder is None or meta.dim is None:
         return meta
     if meta.model != embedder.model_id or meta.dim != embedder.dim:
+        switch = store.reembed_state()
+        if switch is not None and switch.model == embedder.model_id:
+            raise EmbedderMismatchError(
+                f"{store.location} is switching from {meta.model!r} to {switch.model!r} "
+                f"({switch.done} of {switch.total} vectors made since {switch.started}); until "
+                f"the cut-over open it with {meta.model!r}, or finish the switch "
+                f"(Memory.reembed, chronomem reembed)",
+                expected_model=meta.model, expected_dim=meta.dim,
+                got_model=embedder.model_id, got_dim=embedder.dim,
+            )  # fmt: skip
         built = (
             f"model {meta.model!r}" if meta.model else "caller-supplied vectors"
         ) + f" (dimension {meta.dim})"
         raise EmbedderMismatchError(
             f"{store.location} was built with {built}; refusing to mix in "
             f"{embedder.model_id!r} (dimension {embedder.dim}). Open it with the same embedder, "
-            f"or with embedder=None to use lexical relevance and your own vectors",
+            f"or with embedder=None to use lexical relevance and your own vectors, or switch "
+            f"the store to the new model (Memory.reembed, chronomem reembed)",
             expected_model=meta.model,
             expected_dim=meta.dim,
             got_model=embedder.model_id,
@@ -280,6 +351,8 @@ def open_handle(
         if pending:
             assert chosen is not None
             meta = EmbeddingMeta(model=chosen.model_id, dim=chosen.dim)
+        calibration = stored_calibration(store, meta.model)
+        store.vector_model = meta.model
         return Handle(
             store=store,
             space=space,
@@ -287,7 +360,9 @@ def open_handle(
             preset=config,
             embedder=chosen,
             gate=write_gate or WriteGate(),
-            importance=importance or _default_importance(chosen),
+            importance=importance or default_importance(chosen, calibration),
+            own_importance=importance is None,
+            calibration=calibration,
             llm=llm,
             reflection=reflection or ReflectionConfig(),
             passages=mode,

@@ -25,10 +25,14 @@ from chronomem.checks import (
     require_text,
 )
 from chronomem.config import ReflectionConfig, ScoringConfig
-from chronomem.engine import core, lifecycle, read, reflect, review, transfer, write
+from chronomem.embedders.base import Embedder
+from chronomem.engine import core, lifecycle, read, reembed, reflect, review, transfer, write
 from chronomem.engine.causal import CausalVerbs
+from chronomem.engine.handle import default_importance
+from chronomem.engine.reembed import ReembedReport
 from chronomem.engine.view import Vector
 from chronomem.engine.write import record_fields
+from chronomem.errors import ConfigError, EmbedderMismatchError
 from chronomem.llm.base import LLMClient
 from chronomem.model.audit import ForgetResult, ScrubResult
 from chronomem.model.core import DEFAULT_CORE_LIMIT, CoreBlock
@@ -37,7 +41,9 @@ from chronomem.model.reflection import ReflectionResult
 from chronomem.model.review import Proposal
 from chronomem.model.transfer import ImportReport
 from chronomem.retrieval.options import RankBy, ReadOptions
+from chronomem.stores.base import ReembedState
 from chronomem.transfer.generative_agents import GAImportReport
+from chronomem.writing.calibration import Calibration, calibrate, calibration_key
 
 __all__ = ["Memory"]
 
@@ -129,6 +135,68 @@ class Memory(CausalVerbs):
         returns how many gained them. Every process's arrays pick them up on their next read."""
         with self._call() as h:
             return write.embed_passages(h, progress=progress, batch=batch)
+
+    def calibrate(self, *, progress: bool = False) -> Calibration:
+        """Measure the embedder's write-gate, association and importance thresholds on the
+        pairs shipped with chronomem, in the languages it reads
+        (:func:`~chronomem.writing.calibration.calibrate`; docs/languages.md, "Calibration"),
+        and keep them in the store: this handle uses them at once, every later open of the
+        store with this model too. A threshold set for the model in ``WriteGate`` or
+        ``CausalConfig`` (as all-MiniLM-L6-v2's are) still wins. Needs an embedder; the
+        embedding runs outside the handle's lock."""
+        progress = flag(progress, "progress")
+        with self._call() as h:
+            embedder = h.embedder
+        if embedder is None:
+            raise ConfigError("calibrate measures the store's embedding model; open it with one")
+        measured = calibrate(embedder, progress=progress)
+        with self._call() as h:
+            if h.meta.model != measured.model:
+                raise EmbedderMismatchError(
+                    f"{h.store.location} holds vectors of {h.meta.model!r}, not "
+                    f"{measured.model!r}",
+                    expected_model=h.meta.model, expected_dim=h.meta.dim,
+                    got_model=measured.model, got_dim=embedder.dim,
+                )  # fmt: skip
+            h.store.set_meta_value(calibration_key(measured.model), measured.to_json())
+            h.calibration = measured
+            if h.own_importance:
+                h.importance = default_importance(embedder, measured)
+        return measured
+
+    def reembed(
+        self,
+        embedder: Embedder,
+        *,
+        batch: int = 256,
+        progress: bool = False,
+        cut_over: bool = True,
+    ) -> ReembedReport:
+        """Switch the store (every space) to ``embedder``'s model while it serves
+        (docs/design/reembed.md): the new vectors are written beside the old ones, ``batch``
+        records and events per transaction, then one cut-over transaction embeds what was
+        written meanwhile and replaces the store's vectors and model. Until then every handle
+        on the old model reads and writes as before; after it they read lexically and refuse
+        writes (reopen them with the new model); this handle adopts ``embedder``. Resumable: a
+        call after a kill, or after ``cut_over=False``, continues where the last stopped.
+        Thresholds are the new model's: run :meth:`calibrate` after."""
+        batch = positive_int(batch, "batch")
+        with self._call() as h:
+            now = h.now()
+        report = reembed.reembed(
+            self._h, embedder, now=now, batch=batch, progress=progress, cut_over=cut_over
+        )
+        return report
+
+    def reembed_state(self) -> ReembedState | None:
+        """The model switch in progress (target, start, progress), or ``None``."""
+        with self._call() as h:
+            return h.store.reembed_state()
+
+    def cancel_reembed(self) -> int:
+        """Drop a model switch in progress and the vectors it made; returns how many."""
+        with self._call() as h:
+            return reembed.cancel(h)
 
     # -- reads (DESIGN §2) ----------------------------------------------------------------
     def recall(

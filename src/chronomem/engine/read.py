@@ -104,6 +104,9 @@ def recall_many(
     """One list of hits per query (see :meth:`Memory.recall_many`); ``ready``: the queries'
     vectors from :func:`embed_ahead`."""
     config = config_of(h, options)
+    h.sync_model()
+    if h.switched_to is not None:
+        ready = None  # made by this handle's model, which the store no longer holds
     at = now if options.as_of is None else options.as_of
     if options.touch and at > now:
         # A touch stamps last_accessed_at = as_of: in the future it would pin the record's
@@ -119,8 +122,9 @@ def recall_many(
     if options.crisis is not None:
         event = h.event(options.crisis)
         crisis = build_crisis(
-            h.store, h.space, event, at, config.causal, h.meta.model, model_languages(h.embedder)
-        )
+            h.store, h.space, event, at, config.causal, h.meta.model,
+            model_languages(h.embedder), h.calibrated("association"),
+        )  # fmt: skip
         texts = [t if t.strip() else event.text for t in texts]
     agents = tuple(h.store.agents(h.space)) if options.agents is None else tuple(options.agents)
     vectors = _query_vectors(h, texts, embeddings, config) if ready is None else ready
@@ -142,6 +146,7 @@ def recall_many(
             dedup=options.dedup,
             by_similarity=options.rank_by == "similarity",
             languages=model_languages(h.embedder) if vector is not None else None,
+            switched_to=h.switched_to,
         )
         for text, vector in zip(texts, vectors, strict=True)
     ]
@@ -193,6 +198,6 @@ def _query_vectors(
             None if g is None else as_vector(g, dim=h.meta.dim, name="query_embedding")
             for g in given
         ]
-    if h.embedder is None or config.relevance is RelevanceMode.LEXICAL:
+    if h.embedder is None or h.switched_to is not None or config.relevance is RelevanceMode.LEXICAL:
         return [None] * len(texts)
     return list(h.embedder.embed(texts))

@@ -37,7 +37,7 @@ from chronomem.config import ReflectionConfig, ReviewConfig, ScoringConfig, Writ
 from chronomem.embedders.base import Embedder
 from chronomem.engine import browse, core, graph, lifecycle, read, review, transfer
 from chronomem.engine.handle import Handle, open_handle
-from chronomem.errors import ConfigError, StoreError
+from chronomem.errors import ConfigError, EmbedderMismatchError, StoreError
 from chronomem.llm.base import LLMClient
 from chronomem.model.audit import AuditEntry
 from chronomem.model.core import CoreBlock
@@ -160,8 +160,9 @@ class MemoryView:
             if not self._h.closed:
                 self._h.closed = True
                 try:
+                    self._h.sync_model()  # a switched store: nothing of the old model is saved
                     self._h.index.save()
-                except (OSError, StoreError) as exc:  # a cache: the next open rebuilds it
+                except (OSError, StoreError, EmbedderMismatchError) as exc:  # a cache: rebuilt
                     _log.warning("could not save the index snapshot: %s", exc)
                 finally:
                     self._h.store.close()
@@ -266,11 +267,19 @@ class MemoryView:
             return h.store.agents(h.space)
 
     def stats(self) -> dict[str, Any]:
-        """Counts per agent and kind, store location, schema version, embedder, size on disk."""
+        """Counts per agent and kind, store location, schema version, embedder, size on disk,
+        and the thresholds in use (``calibration``: the model's measured ones, if any)."""
         with self._call() as h:
             out = h.store.stats(h.space)
             out["embedder"] = None if h.embedder is None else h.embedder.model_id
             out["preset"] = h.preset.name
+            out["thresholds"] = {
+                "gate": h.gate.threshold(h.meta.model, h.calibrated("gate")),
+                "association": h.preset.causal.association_threshold(
+                    h.meta.model, h.calibrated("association")
+                ),
+                "calibrated": h.calibrated("gate") is not None,
+            }
             return out
 
     def history(self, record_id: str) -> list[Record]:

@@ -126,6 +126,7 @@ def write(
 ) -> list[WriteResult]:
     """Validate, score, embed (or take the vectors ``ready`` from :func:`embed_ahead`), then
     store in one transaction (``after`` runs inside it)."""
+    h.require_model()
     # Only well-formed citations are looked up; build_drafts reports the others by field.
     cited = sorted(
         {
@@ -440,7 +441,7 @@ def _store_drafts(
         ]  # fmt: skip
     results: list[WriteResult] = []
     accepted: list[Draft] = []
-    threshold = h.gate.threshold(h.meta.model)
+    threshold = h.gate.threshold(h.meta.model, h.calibrated("gate"))
     languages = model_languages(h.embedder)
     for d in drafts:
         duplicate = None

@@ -52,9 +52,11 @@ def build_crisis(
     causal: CausalConfig,
     model_id: str | None,
     languages: frozenset[str] | None = None,
+    calibrated: float | None = None,
 ) -> Crisis:
     """The causal events of a crisis read at ``as_of``: the crisis's ancestors and the
-    scope-fallback events, with the association threshold of the store's embedder. Where the
+    scope-fallback events, with the association threshold of the store's embedder (its
+    ``calibrated`` one when the config has none for it). Where the
     embedder does not read an event's language (``languages``: what it reads; ``None``: every
     language), the event associates only with the records that witnessed it."""
     _, reach, events = graph_at(store, space, event.id, as_of, causal.max_depth)
@@ -87,8 +89,8 @@ def build_crisis(
                 config=causal,
             )
         ),
-        threshold=causal.association_threshold(model_id),
-        full=causal.full_association(model_id),
+        threshold=causal.association_threshold(model_id, calibrated),
+        full=causal.full_association(model_id, calibrated),
         languages=languages,
     )
 

@@ -26,6 +26,8 @@ class Query:
     ``asker`` is who asks (a transcript speaker name): first-person queries refer to them.
     ``languages``: the languages the query vector's model reads (``None``: every language);
     cosines count only where it reads both the query and the record (DESIGN §9).
+    ``switched_to``: the model the store switched to after the reading handle opened with
+    another (its reads are lexical; the hits say so).
     """
 
     text: str
@@ -44,6 +46,7 @@ class Query:
     dedup: bool = True
     by_similarity: bool = False
     languages: frozenset[str] | None = None
+    switched_to: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

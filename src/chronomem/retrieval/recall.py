@@ -290,6 +290,11 @@ def _cues(
 ) -> dict[str, str]:
     """What the question's words made the read favour, for every hit of the read."""
     out = {}
+    if q.switched_to is not None:
+        out["model"] = (
+            f"the store switched to {q.switched_to} after this handle opened with another "
+            "model: relevance from the words; reopen with the new model"
+        )
     if unread_question is not None:
         out["language"] = (
             f"the embedding model does not read this question's language ({unread_question}): "

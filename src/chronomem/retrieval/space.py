@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from chronomem.clock import to_micros
+from chronomem.errors import EmbedderMismatchError
 from chronomem.retrieval import snapshot
 from chronomem.retrieval.compact import DEFAULT_COMPACT_RECORDS
 from chronomem.retrieval.index import AgentArrays
@@ -86,6 +87,10 @@ class SpaceIndex:
         #: Where the loaded agents came from on the first read: "snapshot" or "store".
         self.loaded_from: str | None = None
 
+    @property
+    def snapshot_records(self) -> int | None:
+        return self._snapshot_records
+
     def set_dim(self, dim: int) -> None:
         self._dim = dim
         for arrays in self._agents.values():
@@ -147,6 +152,13 @@ class SpaceIndex:
         self._changed += len(cols)
         if cols.embeddings is not None and self._dim is None:
             self.set_dim(cols.embeddings.shape[1])
+        elif cols.embeddings is not None and cols.embeddings.shape[1] != self._dim:
+            raise EmbedderMismatchError(
+                f"{self._store.location}'s vectors are {cols.embeddings.shape[1]}-wide now, not "
+                f"{self._dim}: another process switched its model (reembed); reopen it",
+                expected_model=None, expected_dim=cols.embeddings.shape[1],
+                got_model=None, got_dim=self._dim,
+            )  # fmt: skip
         by_agent: dict[str, list[int]] = {}
         for row, agent in enumerate(cols.agents):
             by_agent.setdefault(agent, []).append(row)

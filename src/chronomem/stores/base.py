@@ -8,7 +8,7 @@ in records. Every write method is one transaction: it either all happens or none
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +30,10 @@ __all__ = [
     "EmbeddingMeta",
     "LexicalMatches",
     "MemoryStore",
+    "Pending",
+    "PendingVector",
     "RecordColumns",
+    "ReembedState",
     "StoredRecord",
 ]
 
@@ -99,6 +102,40 @@ class RecordColumns:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Pending:
+    """A record (``kind`` ``"r"``) or event (``"e"``) a model switch has still to embed: its
+    store key, text and speaker, and whether the record had passage vectors."""
+
+    kind: str
+    pk: int
+    text: str
+    speaker: str | None
+    passages: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingVector:
+    """The new model's vector (and passages) of one :class:`Pending`."""
+
+    kind: str
+    pk: int
+    embedding: F32
+    passages: F32 | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReembedState:
+    """A model switch in progress: its target, when it started, and how many of the store's
+    records and events (``total``) already have the target's vector (``done``)."""
+
+    model: str
+    dim: int
+    started: str
+    done: int
+    total: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LexicalMatches:
     """Full-text matches: the store key of each matching record and its BM25 score (higher is
     better, >= 0)."""
@@ -129,6 +166,37 @@ class MemoryStore(Protocol):
     def set_embedding_meta(self, meta: EmbeddingMeta) -> None:
         """Record model and dimension; allowed only while the store has no dimension yet."""
         ...
+
+    def meta_value(self, key: str) -> str | None:
+        """A store-wide setting (``store_meta``), e.g. a model's calibration; ``None``: unset."""
+        ...
+
+    def set_meta_value(self, key: str, value: str | None) -> None:
+        """Set (``None``: remove) a store-wide setting, atomically."""
+        ...
+
+    # -- a switch to another embedding model (docs/design/reembed.md) -----------------------
+    #: The model whose vectors this handle writes; a vector write refuses them (inside its
+    #: transaction) once the store records another model. ``None``: no check.
+    vector_model: str | None
+
+    def reembed_state(self) -> ReembedState | None: ...
+
+    def reembed_start(self, model: str, dim: int, started: str) -> None:
+        """Begin a switch to ``model``, or continue one to it (another is a ConflictError)."""
+        ...
+
+    def reembed_todo(self, limit: int | None) -> list[Pending]: ...
+
+    def reembed_put(self, rows: Sequence[PendingVector]) -> None: ...
+
+    def reembed_cut_over(
+        self, model: str, dim: int, stragglers: Callable[[list[Pending]], list[PendingVector]]
+    ) -> int:
+        """The cut-over, in one transaction (see :func:`chronomem.stores.sql.reembed.cut_over`)."""
+        ...
+
+    def reembed_cancel(self) -> int: ...
 
     # -- writes ---------------------------------------------------------------------------
     def insert_records(self, space: str, items: Sequence[StoredRecord]) -> None:

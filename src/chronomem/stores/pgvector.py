@@ -202,6 +202,14 @@ class VectorIndex:
         )
 
     # -- the store's hooks -------------------------------------------------------------------
+    def replace_all(self, dim: int) -> None:
+        """In a model switch's cut-over transaction: the copy holds the new vectors, indexed."""
+        if not self._store._has_table("ann_vectors"):
+            return
+        self._store._execute("DELETE FROM ann_vectors")
+        self._backfill()
+        self._ensure_index(dim)
+
     def add(self, space: str, rows: Sequence[tuple[int, str, np.ndarray]]) -> None:
         """In the write transaction: copy new records' vectors — also when this process opened
         before another created the copy. A role that may not write it does not fail the write;

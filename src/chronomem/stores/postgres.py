@@ -38,10 +38,10 @@ _HINT = "install the postgres extra: pip install 'chronomem[postgres]'"
 _TABLES = (
     "records", "postings", "ann_vectors", "tombstones", "audit_log", "events", "links",
     "agents", "spaces", "store_meta", "schema_version", "api_keys", "space_clocks",
-    "review_proposals", "access_log", "space_settings",
+    "review_proposals", "access_log", "space_settings", "reembed_vectors",
 )  # fmt: skip
 #: The tables a purge deletes from (ann_vectors only when pgvector keeps the copy).
-_PURGED = ("records", "postings", "tombstones", "ann_vectors")
+_PURGED = ("records", "postings", "tombstones", "ann_vectors", "reembed_vectors")
 _SCHEMA_LOCK = 7_349_101  # pg_advisory_xact_lock key: one process migrates at a time
 
 
@@ -240,6 +240,9 @@ class PostgresStore(SQLStore):
 
     def _index_vectors(self, space: str, rows: Sequence[tuple[int, str, np.ndarray]]) -> None:
         self.vectors.add(space, rows)
+
+    def _vectors_replaced(self, dim: int) -> None:
+        self.vectors.replace_all(dim)
 
     def _preselection(self) -> str:
         v = self.vectors

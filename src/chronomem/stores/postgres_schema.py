@@ -178,4 +178,17 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "service: API keys and simulated space clocks", _SERVICE),
     Migration(4, "review proposals, the access log, space settings", _REVIEW),
     Migration(5, "who said a record", ('ALTER TABLE records ADD COLUMN speaker TEXT COLLATE "C"',)),
+    Migration(
+        6,
+        "another model's vectors during a switch (reembed)",
+        (
+            """CREATE TABLE reembed_vectors (
+                kind      TEXT COLLATE "C" NOT NULL,
+                pk        BIGINT NOT NULL,
+                embedding BYTEA NOT NULL,
+                passages  BYTEA,
+                PRIMARY KEY (kind, pk)
+            )""",
+        ),
+    ),
 )

@@ -157,6 +157,9 @@ class SQLiteStore(SQLStore):
     def _greatest(self, a: str, b: str) -> str:
         return f"MAX({a}, {b})"
 
+    def _for_share(self, sql: str) -> str:
+        return sql  # a write transaction holds the whole file
+
     def _has_table(self, name: str) -> bool:
         return bool(
             self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))

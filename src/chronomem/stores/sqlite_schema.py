@@ -226,4 +226,17 @@ MIGRATIONS: tuple[Migration, ...] = (
         (f"PRAGMA application_id = {APPLICATION_ID}",),
     ),
     Migration(9, "who said a record", ("ALTER TABLE records ADD COLUMN speaker TEXT",)),
+    Migration(
+        10,
+        "another model's vectors during a switch (reembed)",
+        (
+            """CREATE TABLE reembed_vectors (
+                kind      TEXT NOT NULL,
+                pk        INTEGER NOT NULL,
+                embedding BLOB NOT NULL,
+                passages  BLOB,
+                PRIMARY KEY (kind, pk)
+            )""",
+        ),
+    ),
 )

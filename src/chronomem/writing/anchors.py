@@ -8,10 +8,12 @@ anchor; its importance is ``intercept + slope · level``, rounded to 0.1 and cla
 
 The anchors below were written first, from the paper's scale and kinds of event (not from the
 labelled memories); the temperature, intercept and slope were then fitted by least squares on
-the calibration half of ``bench/data/importance_labels.jsonl`` with all-MiniLM-L6-v2 (the
-bundled model), and ``bench/importance.py`` measures agreement on the held-out half
-(docs/reflection.md, "Importance"). With another embedding model the anchors are embedded by
-that model and the same constants apply; they were not fitted for it.
+the calibration half of the labelled memories (``data/importance_calibration.jsonl``, shipped
+with the package) with all-MiniLM-L6-v2 (the bundled model), and ``bench/importance.py`` measures
+agreement on the held-out half (``bench/data/importance_held_out.jsonl``; docs/reflection.md,
+"Importance"). Another embedding model gets its own constants from the same half with
+:func:`fit_calibration` (``Memory.calibrate``, :mod:`chronomem.writing.calibration`); without a
+calibration, the constants above apply.
 
 Which anchors drove a score is part of the answer: :meth:`EmbeddingImportance.explain`.
 """
@@ -39,7 +41,12 @@ __all__ = [
     "EmbeddingImportance",
     "ImportanceExplanation",
     "anchor_importance",
+    "fit_calibration",
 ]
+
+#: The softmax temperatures :func:`fit_calibration` tries (smaller ones for models whose cosines
+#: crowd into a narrow band).
+TEMPERATURES = (0.01, 0.015, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,6 +145,32 @@ def anchor_importance(
     level = weights @ levels
     raw = calibration.intercept + calibration.slope * level
     return np.clip(np.round(raw, 1), 1.0, 10.0), weights
+
+
+def fit_calibration(
+    vectors: F64, anchors: F64, levels: F64, labels: F64
+) -> tuple[AnchorCalibration, float]:
+    """The calibration of least squared error against ``labels`` (1..10) of the memories whose
+    unit ``vectors`` are given: the temperature from :data:`TEMPERATURES`, intercept and slope
+    by least squares. Returns it with its mean squared error."""
+    best: tuple[float, AnchorCalibration] | None = None
+    for temperature in TEMPERATURES:
+        probe = AnchorCalibration(temperature=temperature, intercept=0.0, slope=1.0)
+        level = anchor_importance(vectors, anchors, levels, probe)[1] @ levels
+        design = np.c_[np.ones(len(level)), level]
+        (intercept, slope), *_ = np.linalg.lstsq(design, labels, rcond=None)
+        error = float(np.mean((design @ [intercept, slope] - labels) ** 2))
+        if best is None or error < best[0]:
+            best = (
+                error,
+                AnchorCalibration(
+                    temperature=temperature,
+                    intercept=round(float(intercept), 2),
+                    slope=round(float(slope), 2),
+                ),
+            )
+    assert best is not None
+    return best[1], best[0]
 
 
 def _unit_rows(vectors: object, what: str) -> F64:

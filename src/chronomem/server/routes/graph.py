@@ -12,6 +12,7 @@ from chronomem.model.keys import Scope
 from chronomem.model.reflection import ReflectionResult
 from chronomem.server import wire
 from chronomem.server.routes.service import Credentials, Service, instant
+from chronomem.writing.calibration import Calibration
 
 __all__ = ["register"]
 
@@ -107,6 +108,11 @@ def register(v1: APIRouter, service: Service) -> None:
     def embed_records(space: str, auth: Credentials) -> int:
         service.allow(auth, space, Scope.ADMIN)
         return service.memory(space).embed_records()
+
+    @v1.post("/calibrate", tags=["records"])
+    def calibrate(space: str, auth: Credentials) -> Calibration:
+        service.allow(auth, space, Scope.ADMIN)
+        return service.memory(space).calibrate()
 
     @v1.post("/scrub", tags=["records"])
     def scrub(space: str, auth: Credentials) -> ScrubResult:

@@ -10,7 +10,13 @@ implements it and SQLite and PostgreSQL fill in the dialect hooks:
   microseconds in SQLite, ``timestamptz`` in PostgreSQL);
 - ``_json_each(expression)``: expands a JSON array column into rows with a ``value`` column;
 - ``_greatest(a, b)``: the larger of two values;
-- ``_index_vectors(space, rows)``: a backend with a vector index adds new records' vectors.
+- ``_for_share(select)``: a SELECT that holds its rows against updates until the transaction ends
+  (PostgreSQL's ``FOR SHARE``; SQLite's write transaction already excludes every writer);
+- ``_index_vectors(space, rows)``: a backend with a vector index adds new records' vectors;
+  ``_vectors_replaced(dim)``: after a model switch it rebuilds that index.
+
+``vector_model`` is the model whose vectors this connection's handle writes: every write carrying
+vectors checks it against the store's inside its transaction (:func:`check_vector_model`).
 
 Statements use ``?`` placeholders on every backend.
 """
@@ -27,13 +33,15 @@ import numpy as np
 
 from chronomem.arrays import F32
 from chronomem.clock import from_micros, to_micros
-from chronomem.errors import StoreError
+from chronomem.errors import EmbedderMismatchError, StoreError
 
 __all__ = [
     "Cursor",
     "SQLBackend",
     "bump",
     "by_ids",
+    "check_vector_model",
+    "put_meta",
     "chunks",
     "in_insertion_order",
     "instant_param",
@@ -63,6 +71,7 @@ class SQLBackend(Protocol):
     underscored names are package-internal: only ``stores/sql`` and the backends use them."""
 
     location: str
+    vector_model: str | None
 
     def write(self) -> AbstractContextManager[None]: ...
 
@@ -88,7 +97,48 @@ class SQLBackend(Protocol):
 
     def _greatest(self, a: str, b: str) -> str: ...
 
+    def _for_share(self, sql: str) -> str: ...
+
     def _index_vectors(self, space: str, rows: Sequence[tuple[int, str, F32]]) -> None: ...
+
+    def _vectors_replaced(self, dim: int) -> None: ...
+
+
+def put_meta(db: SQLBackend, key: str, value: str | None) -> None:
+    """Inside a write transaction: set (``None``: remove) a ``store_meta`` key."""
+    if value is None:
+        db._execute("DELETE FROM store_meta WHERE key = ?", (key,))
+    else:
+        db._execute(
+            "INSERT INTO store_meta (key, value) VALUES (?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+
+def check_vector_model(db: SQLBackend) -> None:
+    """Inside a write transaction that stores vectors: refuse them when the store's model is no
+    longer the one they were made with (another process switched it: ``reembed``). The model's
+    row stays share-locked until the write commits, so a cut-over (which updates it first) waits
+    for every write of old vectors in flight, and every later one sees the new model."""
+    expected = db.vector_model
+    if expected is None:
+        return
+    rows = db._execute(
+        db._for_share(
+            "SELECT key, value FROM store_meta WHERE key IN ('embedding_model', 'embedding_dim')"
+        )
+    ).fetchall()
+    stored = dict(rows)
+    model = stored.get("embedding_model")
+    if model is not None and model != expected:
+        dim = stored.get("embedding_dim")
+        raise EmbedderMismatchError(
+            f"{db.location} switched to {model!r} (reembed); refusing vectors of {expected!r}: "
+            f"reopen it with the new model",
+            expected_model=model, expected_dim=None if dim is None else int(dim),
+            got_model=expected, got_dim=None,
+        )  # fmt: skip
 
 
 def json_text(value: Any) -> str:

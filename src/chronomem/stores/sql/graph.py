@@ -12,6 +12,7 @@ from chronomem.stores.sql.backend import (
     SQLBackend,
     bump,
     by_ids,
+    check_vector_model,
     in_insertion_order,
     instant_param,
     json_text,
@@ -67,6 +68,8 @@ def _link(db: SQLBackend, row: Sequence[Any]) -> Link:
 
 def insert_event(db: SQLBackend, space: str, event: Event, embedding: F32 | None) -> None:
     with db.write():
+        if embedding is not None:
+            check_vector_model(db)
         bump(db, space)
         db._execute(
             "INSERT INTO events (id, space, text, kind, scope, occurred_at, recorded_at,"

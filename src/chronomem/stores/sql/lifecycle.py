@@ -14,6 +14,7 @@ from chronomem.stores.sql import fulltext
 from chronomem.stores.sql.backend import (
     SQLBackend,
     bump,
+    check_vector_model,
     chunks,
     instant_param,
     marks,
@@ -71,6 +72,7 @@ def set_passages(db: SQLBackend, space: str, items: Sequence[tuple[str, F32]]) -
     if not items:
         return
     with db.write():
+        check_vector_model(db)
         seq = bump(db, space)
         db._executemany(
             f"UPDATE records SET passages = ?, change_seq = ? WHERE id = ?"
@@ -86,6 +88,7 @@ def set_embeddings(db: SQLBackend, space: str, items: Sequence[tuple[str, F32, F
         return 0
     changed = 0
     with db.write():
+        check_vector_model(db)
         seq = bump(db, space)
         for rid, vector, parts in items:
             row = db._execute(
@@ -141,6 +144,11 @@ def delete_records(db: SQLBackend, space: str, ids: Sequence[str]) -> None:
                 (seq, *params),
             )
             fulltext.remove_documents(db, space, where, params)
+            db._execute(  # a switch's pending vector goes with its record (docs/design/reembed.md)
+                f"DELETE FROM reembed_vectors WHERE kind = 'r' AND pk IN (SELECT pk FROM records"
+                f" {where})",
+                params,
+            )
             db._execute(f"DELETE FROM records {where}", params)
             db._execute(
                 f"DELETE FROM access_log WHERE record_id IN ({marks(len(chunk))}) AND space = ?",

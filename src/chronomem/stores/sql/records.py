@@ -17,6 +17,7 @@ from chronomem.stores.sql.backend import (
     SQLBackend,
     bump,
     by_ids,
+    check_vector_model,
     chunks,
     in_insertion_order,
     instant_param,
@@ -124,6 +125,8 @@ def insert_records(db: SQLBackend, space: str, items: Sequence[StoredRecord]) ->
     columns = ", ".join((*RECORD_COLUMNS, "embedding", "passages", "change_seq", "doc_len"))
     terms = [default_analyser().terms(item.record.read_text) for item in items]
     with db.write():
+        if any(i.embedding is not None for i in items):
+            check_vector_model(db)
         seq = bump(db, space)
         db._executemany(
             "INSERT INTO agents (space, agent) VALUES (?, ?) ON CONFLICT DO NOTHING",

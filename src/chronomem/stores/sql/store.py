@@ -1,8 +1,8 @@
 """:class:`SQLStore`: the whole :class:`~chronomem.stores.base.MemoryStore` contract in SQL both
 stores share (STYLE: one SQL layer, small dialect hooks).
 
-This module holds the connection's side — transactions, error translation, the schema and store
-metadata — and each contract method is one call into the module of its concern:
+This module holds the connection's side — transactions, error translation, migrations — and
+each contract method is one call into the module of its concern:
 
 ========================  =================================================================
 ``sql/records.py``        record rows: insert, touch, get, iterate, the reflection trigger
@@ -14,6 +14,8 @@ metadata — and each contract method is one call into the module of its concern
 ``sql/migrations.py``     numbered schema steps
 ``sql/service.py``        the HTTP service's API keys and simulated space clocks
 ``sql/review.py``         review proposals, the access log, per-space settings
+``sql/metadata.py``       the model and dimension, store-wide settings, spaces
+``sql/reembed.py``        a switch to another embedding model
 ========================  =================================================================
 
 A backend subclass (:class:`~chronomem.stores.sqlite.SQLiteStore`,
@@ -38,7 +40,11 @@ from chronomem.model.event import Event, Link
 from chronomem.model.keys import ApiKey
 from chronomem.model.record import Record
 from chronomem.model.review import Access, Proposal, ProposalStatus
-from chronomem.stores.base import EmbeddingMeta, LexicalMatches, RecordColumns, StoredRecord
+from chronomem.stores.base import (
+    LexicalMatches,
+    RecordColumns,
+    StoredRecord,
+)
 from chronomem.stores.sql import (
     audit,
     columns,
@@ -52,6 +58,7 @@ from chronomem.stores.sql import (
 )
 from chronomem.stores.sql import backend as sqlparts
 from chronomem.stores.sql.backend import Cursor
+from chronomem.stores.sql.metadata import StoreMetadata
 from chronomem.stores.sql.migrations import Migration
 
 __all__ = ["SQLStore", "TransactionState"]
@@ -73,7 +80,7 @@ class TransactionState:
     in_transaction: bool = False
 
 
-class SQLStore:
+class SQLStore(StoreMetadata):
     """The shared implementation; see the module docstring for what a backend provides."""
 
     location: str
@@ -86,6 +93,8 @@ class SQLStore:
         self._state = state or TransactionState()
         self._lock = self._state.lock
         self.aborted_writes = 0
+        #: The model whose vectors this handle writes (checked inside each vector write).
+        self.vector_model: str | None = None
         self._closed = False
         self._wrote = False  # this connection opened a write transaction
 
@@ -123,6 +132,9 @@ class SQLStore:
     def _greatest(self, a: str, b: str) -> str:
         return f"GREATEST({a}, {b})"
 
+    def _for_share(self, sql: str) -> str:
+        return f"{sql} FOR SHARE"
+
     def _has_table(self, name: str) -> bool:
         """Whether the table exists (asked instead of ``CREATE TABLE IF NOT EXISTS``, which needs
         the privilege to create even when there is nothing to create)."""
@@ -131,6 +143,10 @@ class SQLStore:
     def _index_vectors(self, space: str, rows: Sequence[tuple[int, str, F32]]) -> None:
         """Called in the write transaction with each new record's key, agent and vector: a
         backend with a vector index adds them (purge removes them by cascade)."""
+
+    def _vectors_replaced(self, dim: int) -> None:
+        """Called in a model switch's cut-over transaction, once every record holds the new
+        model's vector of ``dim``: a backend with a vector index rebuilds it."""
 
     def nearest(
         self, space: str, agents: Sequence[str], vector: F32, *, namespace: int, k: int
@@ -284,36 +300,6 @@ class SQLStore:
     def reindex_full_text(self) -> None:
         """Rebuild every posting and per-space total with this version's analyser."""
         fulltext.reindex(self)
-
-    def schema_version(self) -> int:
-        return int(self._query("SELECT MAX(version) FROM schema_version")[0][0])
-
-    def embedding_meta(self) -> EmbeddingMeta:
-        rows = dict(self._query("SELECT key, value FROM store_meta"))
-        dim = rows.get("embedding_dim")
-        return EmbeddingMeta(
-            model=rows.get("embedding_model"), dim=None if dim is None else int(dim)
-        )
-
-    def set_embedding_meta(self, meta: EmbeddingMeta) -> None:
-        with self.write():
-            # One atomic statement: of two processes recording a first dimension, one wins.
-            won = self._execute(
-                "INSERT INTO store_meta (key, value) VALUES ('embedding_dim', ?)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-                " WHERE store_meta.value IS NULL RETURNING value",
-                (None if meta.dim is None else str(meta.dim),),
-            ).fetchall()
-            if not won:
-                raise ConflictError(f"{self.location}: the embedding dimension is already set")
-            self._execute(
-                "INSERT INTO store_meta (key, value) VALUES ('embedding_model', ?)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (meta.model,),
-            )
-
-    def spaces(self) -> list[str]:
-        return sorted(r[0] for r in self._query("SELECT space FROM spaces"))
 
     def stats(self, space: str) -> dict[str, Any]:
         meta = self.embedding_meta()
