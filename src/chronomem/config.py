@@ -243,7 +243,7 @@ class VersionConfig:
     inherit: float = 0.0
     band: float = 0.3
     band_weight: float = 0.3
-    same_fact: float = 0.55
+    same_fact: float = 0.52
     newer_after: timedelta = timedelta(hours=12)
     recency_span: timedelta = timedelta(days=1)
     spread: float = 0.0

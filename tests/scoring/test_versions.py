@@ -11,6 +11,7 @@ import pytest
 
 from chronomem import PRESETS, Memory, SimClock
 from chronomem.config import VersionConfig
+from chronomem.embedders.base import Embedder
 from chronomem.scoring.versions import adjust_versions
 
 from ..conftest import unit
@@ -178,3 +179,24 @@ def test_a_question_that_takes_every_piece_reaches_every_session(
         one = mem.peek("which kit did I build?", query_embedding=v, k=2, preset=spread)
         again = mem.peek("which kit did I build?", query_embedding=v, k=2, preset=plain_config)
         assert [h.record.id for h in one] == [h.record.id for h in again]
+
+
+@pytest.mark.slow
+def test_with_the_real_model_a_newer_unrelated_fact_does_not_outrank_the_answer(
+    minilm: Embedder, clock: SimClock
+) -> None:
+    """The issue's case with all-MiniLM-L6-v2: her birthday (cosine 0.51 to "Priya is
+    vegetarian") is no version of it; with every in-band record counted as one (the old band)
+    the birthday came first."""
+    with Memory.open(":memory:", embedder=minilm, clock=clock) as mem:
+        mem.remember("Priya is vegetarian", kind="fact")
+        mem.remember("The team lunch is on Fridays", kind="fact")
+        clock.advance(days=30)
+        mem.remember("Priya's birthday is on March 3rd", kind="fact")
+        mem.remember("Tom likes hiking", kind="fact")
+        clock.advance(days=1)
+        question = "what should I cook for Priya?"
+        assert mem.peek(question, k=1)[0].record.text == "Priya is vegetarian"
+        versions = replace(PRESETS["default"].versions, same_fact=-1.0)  # type: ignore[type-var]
+        every = replace(PRESETS["default"], versions=versions)
+        assert mem.peek(question, k=1, preset=every)[0].record.text.startswith("Priya's birthday")
