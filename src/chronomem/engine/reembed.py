@@ -111,7 +111,7 @@ def reembed(
         late = h.store.reembed_cut_over(model, dim, lambda rest: _vectors(target, rest))
         adopt(h, embedder)
     return ReembedReport(
-        model=model, dim=dim, embedded=embedded + late, stragglers=late, total=total,
+        model=model, dim=dim, embedded=embedded + late, stragglers=late, total=total + late,
         cut_over=True,
     )  # fmt: skip
 
