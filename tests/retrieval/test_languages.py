@@ -174,3 +174,17 @@ def test_auto_link_refuses_an_effect_the_model_cannot_read(tmp_path: Path) -> No
         with pytest.raises(ConfigError, match="does not read"):
             mem.auto_link(famine.id, window=timedelta(days=30))
         assert chinese.id not in {x.cause for x in mem.links()}
+
+
+def test_without_cosines_the_gate_compares_what_was_said_and_by_whom(tmp_path: Path) -> None:
+    """An exact duplicate is the same words by the same speaker (``read_text``): the same words
+    of another speaker are another memory, in a batch and against the store."""
+    with Memory.open(tmp_path / "s.db", embedder=None, clock=SimClock(T0)) as mem:
+        assert mem.remember("I like green tea", kind="fact", speaker="ann").stored
+        assert not mem.remember("I like green tea", kind="fact", speaker="ann").stored
+        assert mem.remember("I like green tea", kind="fact", speaker="bob").stored
+        assert not mem.remember("ann: I like green tea", kind="fact").stored  # the same line
+        batch = mem.remember_many(
+            [{"text": "We met in Lyon", "speaker": s} for s in ("ann", "bob", "ann")], kind="fact"
+        )
+        assert [r.stored for r in batch] == [True, True, False]

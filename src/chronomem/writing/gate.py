@@ -67,7 +67,7 @@ def find_duplicate(
             comparable &= ~unread
         sims = np.where(comparable, arrays.emb[: arrays.n] @ unit_vector(vector), -np.inf)
     else:
-        sims = np.where(mask & (arrays.text_keys() == dedup_key(record.text)), 1.0, -np.inf)
+        sims = np.where(mask & (arrays.text_keys() == dedup_key(record.read_text)), 1.0, -np.inf)
         best = int(np.argmax(sims))
         # thresholds are at most 1 (WriteGate), so equal text is always a duplicate
         return Duplicate(str(arrays.ids[best]), 1.0, by_text=True) if sims[best] > 0 else None
@@ -95,7 +95,7 @@ def same_batch_duplicate(
         if number_key(other.read_text) != number_key(record.read_text):
             continue
         if vector is None or other_vector is None:
-            if dedup_key(other.text) == dedup_key(record.text):
+            if dedup_key(other.read_text) == dedup_key(record.read_text):
                 return Duplicate(other.id, 1.0, by_text=True)
             continue
         sim = float(np.dot(unit_vector(vector), unit_vector(other_vector)))
