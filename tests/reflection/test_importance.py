@@ -66,3 +66,32 @@ def test_a_scorer_returning_nonsense_is_an_error_and_writes_nothing(
         with pytest.raises(InvalidInputError, match="1 to 10"):
             mem.remember("x")
         assert mem.stats()["records"] == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "at_least", "at_most"),
+    [
+        ("할아버지가 어젯밤 돌아가셨다", 7, 10),  # a death
+        ("친구와 크게 싸웠다", 4, 4),  # a quarrel with a friend: one rule, +2
+        ("아침에 이를 닦았다", 1, 1),  # routine
+        ("祖父が昨夜亡くなった", 7, 10),
+        ("上司と口論になった", 4, 4),
+        ("朝、歯を磨いた", 1, 1),
+        ("爷爷昨晚去世了", 7, 10),
+        ("决定下个月搬家", 3, 3),
+        ("午饭吃了一碗面", 1, 1),
+    ],
+)
+def test_the_rules_read_korean_japanese_and_chinese(
+    text: str, at_least: float, at_most: float
+) -> None:
+    assert at_least <= HeuristicImportance().score_one(text) <= at_most
+    assert HeuristicImportance(cjk=False).score_one(text) == 2.0  # the English words see nothing
+
+
+def test_the_cjk_words_never_fire_on_latin_text() -> None:
+    from chronomem.writing import importance
+
+    for _, other in importance._RULES:
+        for word in other.pattern.split("|"):
+            assert not any(c.isascii() and c.isalpha() for c in word.replace(r"\s?", "")), word

@@ -33,6 +33,13 @@ def _words(*groups: str) -> re.Pattern[str]:
     return re.compile(rf"\b(?:{words})\b", re.IGNORECASE)
 
 
+def _phrases(*groups: str) -> re.Pattern[str]:
+    """Korean, Japanese and Chinese words of a rule: substrings (these scripts have no word
+    boundaries; ``\\s?`` where Korean may or may not space), each only in its own script, so
+    none can fire on an English text."""
+    return re.compile("|".join(w for g in groups for w in g.split()))
+
+
 # Each rule: the words that trigger it and what it adds. The rules, in order:
 #   life events (death, birth, marriage, illness, jobs, disasters, violence, crime)  +5
 #   strong emotions (love, fear, grief, anger, joy at their strongest)                +3
@@ -40,7 +47,8 @@ def _words(*groups: str) -> re.Pattern[str]:
 #   decisions, commitments and deadlines (decide, promise, plan, deadline, must)       +1
 #   an exclamation mark                                                               +1
 # Start at 2; routine activities (sleeping, eating, brushing teeth, idle...) cap the score at 1
-# unless a life event is present; the result is clamped to 1..10.
+# unless a life event is present; the result is clamped to 1..10. Each rule has English words
+# and, translated from them (not from any labelled memory), Korean, Japanese and Chinese ones.
 _LIFE = _words(
     "die died dies dying death dead killed murder murdered funeral born birth pregnant",
     "married marry marries wedding engaged divorce divorced fired hired promoted promotion",
@@ -48,35 +56,81 @@ _LIFE = _words(
     "riot fire flood earthquake arrested prison stolen robbed attacked evicted bankrupt",
     "graduated graduation accepted admission elected resigned",
 )
+_LIFE_CJK = _phrases(
+    "죽었 죽음 죽는 사망 돌아가셨 돌아가시 살해 장례 태어 출산 임신 결혼 약혼 이혼 해고 채용 승진",
+    "진단 암이 암을 암에 암으로 병원 수술 부상 다쳤 사고 응급 위기 재난 재해 전쟁 전염병 폭동",
+    r"화재 불이\s?났 홍수 지진 체포 감옥 교도소 도난 도둑 강도 습격 쫓겨 파산",
+    "졸업 합격 입학 당선 사직",
+    "死 亡くな 殺 葬式 葬儀 生まれ 出産 妊娠 結婚 婚約 離婚 解雇 クビ 採用 昇進 診断 癌 がん 病院",
+    "手術 怪我 けが 事故 救急 危機 災害 戦争 疫病 暴動 火事 火災 洪水 地震 逮捕 刑務所 盗ま 強盗",
+    "襲わ 立ち退 破産 卒業 合格 入学 当選 辞職",
+    "去世 逝世 杀 葬礼 出生 生下 怀孕 结婚 订婚 离婚 解雇 开除 录用 升职 晋升 诊断 医院 手术 受伤",
+    "车祸 急救 急诊 危机 灾难 战争 瘟疫 暴乱 火灾 着火 洪水 地震 逮捕 监狱 被偷 抢劫 袭击 驱逐",
+    "破产 毕业 录取 当选 辞职",
+)
 _EMOTION = _words(
     "love loved hate hated terrified afraid furious heartbroken grief grieving devastated",
     "ecstatic thrilled ashamed humiliated desperate panic panicked betrayed",
+)
+_EMOTION_CJK = _phrases(
+    "사랑 증오 미워 무서 두려 겁이 분노 격분 비통 슬픔 절망 황홀 부끄러 수치 굴욕 필사 공황 배신",
+    "愛し 大好き 憎 怖 恐ろし 激怒 悲し 絶望 失恋 恥ずかし 屈辱 必死 パニック 裏切",
+    "爱上 深爱 我爱 恨 害怕 恐惧 愤怒 心碎 悲痛 伤心 绝望 狂喜 羞愧 羞辱 惊慌 背叛",
 )
 _RELATION = _words(
     "argue argued argument fight fought betray apologise apologize apologised apologized",
     "breakup friend friends enemy enemies rival quarrel confessed confess forgive forgave",
 )
+_RELATION_CJK = _phrases(
+    "말다툼 다퉜 다투 싸우 싸웠 싸움 배신 사과했 사과하 헤어 친구 원수 라이벌 고백 용서",
+    "口論 喧嘩 けんか 裏切 謝 別れ 友達 友人 親友 敵 ライバル 告白 許し 許す",
+    "争吵 吵架 吵了 打架 背叛 道歉 分手 朋友 敌人 对手 告白 表白 原谅",
+)
 _COMMIT = _words("decide decided decision promise promised plan planned deadline must vowed")
+_COMMIT_CJK = _phrases(
+    "결정 결심 약속 계획 마감 반드시 해야 맹세",
+    "決め 決定 決心 約束 計画 締め切り 締切 必ず なければならない 誓",
+    "决定 决心 承诺 答应 约定 计划 截止 必须 发誓",
+)
 _ROUTINE = _words(
     "idle sleeping asleep sleep napping eating breakfast lunch dinner brushing shower showering",
     "walking commuting waking resting browsing",
 )
+_ROUTINE_CJK = _phrases(
+    r"낮잠 잠자 아침\s?식사 아침밥 점심 저녁\s?식사 저녁밥 이를\s?닦 양치 샤워 산책 출근길 통근",
+    "일어났 휴식",
+    "昼寝 寝ている 朝ご飯 朝食 昼ご飯 昼食 晩ご飯 夕食 歯を磨 シャワー 散歩 通勤 起きた 休憩",
+    "午睡 睡觉 早饭 早餐 午饭 午餐 晚饭 晚餐 刷牙 洗澡 淋浴 散步 上班路上 通勤 起床 休息",
+)
+_RULES = ((_LIFE, _LIFE_CJK), (_EMOTION, _EMOTION_CJK), (_RELATION, _RELATION_CJK),
+          (_COMMIT, _COMMIT_CJK), (_ROUTINE, _ROUTINE_CJK))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
 class HeuristicImportance:
     """Keyword rules, documented above and in docs/reflection.md (the default without an
-    embedder)."""
+    embedder, and for texts in a language the embedder does not read).
+
+    Attributes:
+        cjk: the rules' Korean, Japanese and Chinese words too (``False``: English only, as
+            before issue 27; kept to measure what they add).
+    """
+
+    cjk: bool = True
 
     def score_one(self, text: str) -> float:
-        life = bool(_LIFE.search(text))
+        hits = [
+            bool(english.search(text)) or (self.cjk and bool(other.search(text)))
+            for english, other in _RULES
+        ]
+        life, emotion, relation, commit, routine = hits
         value = 2.0
         value += 5.0 if life else 0.0
-        value += 3.0 if _EMOTION.search(text) else 0.0
-        value += 2.0 if _RELATION.search(text) else 0.0
-        value += 1.0 if _COMMIT.search(text) else 0.0
-        value += 1.0 if "!" in text else 0.0
-        if _ROUTINE.search(text) and not life:
+        value += 3.0 if emotion else 0.0
+        value += 2.0 if relation else 0.0
+        value += 1.0 if commit else 0.0
+        value += 1.0 if "!" in text or "！" in text else 0.0
+        if routine and not life:
             value = 1.0
         return float(min(10.0, max(1.0, value)))
 
