@@ -55,7 +55,10 @@ class Handle:
     """What every verb works with. ``meta`` is the model and dimension of this store's vectors:
     the store's, or, before its first vector, the embedder's (``meta_pending``: the store does
     not record it yet — opening writes nothing; the first vector records it). It changes when
-    the first vector fixes the dimension; everything else is set once."""
+    the first vector fixes the dimension and when the store switches models (``reembed``: this
+    handle's, which adopts the new embedder, or another's, noticed by :meth:`sync_model`), as
+    does ``index`` then, and ``calibration`` / ``importance`` after ``calibrate``; the rest is
+    set once."""
 
     store: MemoryStore
     space: str
