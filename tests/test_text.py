@@ -11,6 +11,7 @@ from chronomem.text import (
     passages,
     refers_to_self,
     speaker,
+    spoken,
 )
 
 
@@ -190,3 +191,16 @@ def test_wide_characters_take_two_columns_and_clip_by_columns() -> None:
     assert display_width(clip("회의는 매주 화요일에 열린다", 10)) <= 10
     assert clip("short", 10) == "short"
     assert clip("a lighthouse keeper", 8) == "a light…"
+
+
+def test_words_that_look_like_a_name_and_a_colon_are_words() -> None:
+    """A record's speaker field names who said it, even when its words start like a transcript
+    line; and every passage of a transcript line carries its speaker."""
+    words = "I got ideas from everywhere: people I know. It's cool to see them take shape."
+    assert spoken(words, "Joanna") == f"Joanna: {words}"
+    assert spoken(f"Joanna: {words}", "Joanna") == f"Joanna: {words}"  # said once, not twice
+    assert spoken(words, None) == words  # no field: the old reading stands
+    assert passages(f"Joanna: {words}") == [
+        "Joanna: I got ideas from everywhere: people I know.",
+        "Joanna: It's cool to see them take shape.",
+    ]

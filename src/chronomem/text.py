@@ -91,29 +91,38 @@ def spoken(text: str, who: str | None) -> str:
     speaker (``'Caroline said, "I went."'``) as the transcript line it is
     (``"Caroline: I went."``); a text with a ``speaker`` (a record's field) with that name in
     front. So one conversation stored as transcript, prose or role-tagged turns is read alike."""
-    if _SPEAKER.match(text):
+    named = _SPEAKER.match(text)
+    if named is not None and (who is None or named.group(1).casefold() == who.casefold()):
         return text
     prose = _PROSE.match(text)
-    if prose is not None:
+    if prose is not None and (who is None or prose.group(1).casefold() == who.casefold()):
         said = text[prose.end() :]
         closing = _CLOSING.search(said)
         if closing is not None:
             said = said[: closing.start()] + closing.group(1) + said[closing.end() :]
         return f"{prose.group(1)}: {said}"
+    # The speaker field is who said it: words that merely look like "Name: " ("I got ideas
+    # from everywhere: people, places") are the words.
     return text if who is None else f"{who}: {text}"
 
 
 def passages(text: str, *, limit: int = 32) -> list[str]:
     """The sentences of a record that has more than one, each embedded on its own so that a fact
     said in passing in a long record is as close to a question about it as a short record saying
-    only that fact. A transcript line's speaker prefixes every passage (``"Name: sentence"``).
-    A line that starts with its own ``"Name: "`` keeps it instead. Empty for a record of one
+    only that fact. A transcript line's speaker prefixes every passage (``"Name: sentence"``),
+    also one whose words look like a name and a colon ("I got ideas from everywhere: …"); a new
+    line that starts with its own ``"Name: "`` keeps it instead. Empty for a record of one
     sentence: its own vector already is that sentence's. Past ``limit`` sentences, the rest form
     the last passage. A fragment under four characters ("Mr.", "1.") joins the next sentence."""
     match = _SPEAKER.match(text)
     prefix = "" if match is None else text[: match.end()].strip() + " "
-    out = [" ".join(text[s:e] for s, e in part) for part in _passage_parts(text, limit)]
-    return [p if _SPEAKER.match(p) else prefix + p for p in out]
+    out = []
+    for part in _passage_parts(text, limit):
+        passage = " ".join(text[s:e] for s, e in part)
+        # a new line may name its own speaker; words after the record's speaker never do
+        own = text[: part[0][0]].rstrip(" \t").endswith("\n") and _SPEAKER.match(passage)
+        out.append(passage if own or passage.startswith(prefix) else prefix + passage)
+    return out
 
 
 def passage_spans(text: str, *, limit: int = 32) -> list[tuple[int, int]]:
