@@ -19,7 +19,14 @@ from chronomem.cli.render import (
     print_record_line,
     short_time,
 )
-from chronomem.cli.settings import Settings, embedder_for, engine_class, llm_client, open_memory
+from chronomem.cli.settings import (
+    Settings,
+    embedder_for,
+    engine_class,
+    language_codes,
+    llm_client,
+    open_memory,
+)
 from chronomem.config import ReflectionConfig
 from chronomem.errors import ConfigError
 from chronomem.model.record import WriteResult
@@ -430,10 +437,7 @@ def reembed_command(args: argparse.Namespace, cfg: Settings) -> int:
                 embedder=True,
                 embed_model=None if args.to == "default" and not args.to_url else args.to,
                 embed_url=args.to_url,
-                embed_languages=tuple(
-                    c.strip() for c in (args.to_languages or "").split(",") if c.strip()
-                )
-                or None,
+                embed_languages=language_codes(args.to_languages),
             )
         )
         assert target is not None

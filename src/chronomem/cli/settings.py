@@ -83,11 +83,12 @@ def settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
         embed_model=environ.get("CHRONOMEM_EMBED_MODEL") or None,
         embed_url=environ.get("CHRONOMEM_EMBED_URL") or None,
         embed_api_key=environ.get("CHRONOMEM_EMBED_API_KEY") or None,
-        embed_languages=_codes(environ.get("CHRONOMEM_EMBED_LANGUAGES")),
+        embed_languages=language_codes(environ.get("CHRONOMEM_EMBED_LANGUAGES")),
     )
 
 
-def _codes(text: str | None) -> tuple[str, ...] | None:
+def language_codes(text: str | None) -> tuple[str, ...] | None:
+    """``"ko, en"`` as ``("ko", "en")``; ``None`` for nothing given."""
     codes = tuple(c.strip() for c in (text or "").split(",") if c.strip())
     return codes or None
 

@@ -99,11 +99,7 @@ class Handle:
             return
         self.switched_to = stored.model
         self.meta = stored
-        self.index = SpaceIndex(
-            self.store, self.space, stored.dim,
-            snapshot_records=self.index.snapshot_records,
-            compact_records=self.index.compact_records,
-        )  # fmt: skip
+        self.index = self.index.renewed(stored.dim)
 
     def require_model(self) -> None:
         """Before a write that embeds: refuse once the store switched to another model."""

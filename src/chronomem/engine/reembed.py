@@ -6,14 +6,11 @@ import sys
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-import numpy as np
-
 from chronomem.checks import flag, positive_int
 from chronomem.embedders.base import Embedder
 from chronomem.engine.handle import Handle, default_importance, stored_calibration
 from chronomem.engine.write import embed_texts
-from chronomem.errors import ConfigError, EmbedderError, InvalidInputError
-from chronomem.retrieval.space import SpaceIndex
+from chronomem.errors import ConfigError, InvalidInputError
 from chronomem.stores.base import EmbeddingMeta, Pending, PendingVector
 from chronomem.text import spoken
 
@@ -43,33 +40,28 @@ class ReembedReport:
 
 
 def _vectors(target: Handle, rows: list[Pending]) -> list[PendingVector]:
-    """The target model's vectors of ``rows``: records as their ``read_text``, with passages
-    when they had them; events as their text. One embedder call per kind of row."""
+    """The target model's vectors of ``rows`` (checked by :func:`embed_texts`): records as their
+    ``read_text``, with passages when they had them; events as their text, without. One
+    embedder call per group."""
     out: list[PendingVector] = []
-    for with_passages in (True, False):
-        group = [r for r in rows if r.kind == "r" and r.passages == with_passages]
+    groups = (
+        ("r", True, target.passages or "derived"),
+        ("r", False, None),
+        ("e", False, None),
+    )
+    for kind, with_passages, mode in groups:
+        group = [r for r in rows if r.kind == kind and r.passages == with_passages]
         if not group:
             continue
-        mode = (target.passages or "derived") if with_passages else None
         wholes, parts = embed_texts(
             replace(target, passages=mode),
-            [spoken(r.text, r.speaker) for r in group],
+            [r.text if kind == "e" else spoken(r.text, r.speaker) for r in group],
             [True] * len(group),
             progress=False,
         )
         out += [
-            PendingVector(kind="r", pk=r.pk, embedding=v, passages=p)
+            PendingVector(kind=kind, pk=r.pk, embedding=v, passages=p)
             for r, v, p in zip(group, wholes, parts, strict=True)
-        ]
-    events = [r for r in rows if r.kind == "e"]
-    if events:
-        assert target.embedder is not None
-        vectors = np.asarray(target.embedder.embed([e.text for e in events]), np.float32)
-        if vectors.shape != (len(events), target.meta.dim) or not np.all(np.isfinite(vectors)):
-            raise EmbedderError(f"the embedder returned {vectors.shape} values for events")
-        out += [
-            PendingVector(kind="e", pk=e.pk, embedding=v)
-            for e, v in zip(events, vectors, strict=True)
         ]
     return out
 
@@ -123,10 +115,7 @@ def adopt(h: Handle, embedder: Embedder) -> None:
     h.meta_pending = False
     h.store.vector_model = embedder.model_id
     h.switched_to = None
-    h.index = SpaceIndex(
-        h.store, h.space, embedder.dim,
-        snapshot_records=h.index.snapshot_records, compact_records=h.index.compact_records,
-    )  # fmt: skip
+    h.index = h.index.renewed(embedder.dim)
     h.calibration = stored_calibration(h.store, embedder.model_id)
     if h.own_importance:
         h.importance = default_importance(embedder, h.calibration)

@@ -87,9 +87,13 @@ class SpaceIndex:
         #: Where the loaded agents came from on the first read: "snapshot" or "store".
         self.loaded_from: str | None = None
 
-    @property
-    def snapshot_records(self) -> int | None:
-        return self._snapshot_records
+    def renewed(self, dim: int | None) -> SpaceIndex:
+        """An empty index of the same space and settings for vectors of ``dim`` (after the store
+        switched models: nothing held so far is of the new model)."""
+        return SpaceIndex(
+            self._store, self._space, dim,
+            snapshot_records=self._snapshot_records, compact_records=self.compact_records,
+        )  # fmt: skip
 
     def set_dim(self, dim: int) -> None:
         self._dim = dim

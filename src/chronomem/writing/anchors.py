@@ -41,6 +41,7 @@ __all__ = [
     "EmbeddingImportance",
     "ImportanceExplanation",
     "anchor_importance",
+    "checked_unit_rows",
     "fit_calibration",
 ]
 
@@ -173,7 +174,9 @@ def fit_calibration(
     return best[1], best[0]
 
 
-def _unit_rows(vectors: object, what: str) -> F64:
+def checked_unit_rows(vectors: object, what: str) -> F64:
+    """An embedder's answer as unit float64 rows; rows that are not finite or all zero are an
+    :class:`EmbedderError` naming ``what``."""
     array = np.asarray(vectors, dtype=np.float64)
     if array.ndim != 2 or not np.all(np.isfinite(array)) or not np.all(np.any(array, axis=1)):
         raise EmbedderError(f"{what}: expected rows of finite, non-zero numbers; got {array!r:.80}")
@@ -220,11 +223,11 @@ class EmbeddingImportance:
         with self._lock:
             if self._vectors is None:
                 got = self.embedder.embed([a.text for a in self.anchors])
-                self._vectors = _unit_rows(got, "anchor vectors")
+                self._vectors = checked_unit_rows(got, "anchor vectors")
             return self._vectors
 
     def _weigh(self, vectors: object) -> tuple[F64, F64]:
-        rows = _unit_rows(vectors, "importance vectors")
+        rows = checked_unit_rows(vectors, "importance vectors")
         return anchor_importance(rows, self.anchor_vectors(), self._levels, self.calibration)
 
     def score_vectors(self, vectors: object, texts: Sequence[str] | None = None) -> list[float]:
@@ -250,7 +253,7 @@ class EmbeddingImportance:
 
     def explain(self, text: str, *, top: int = 3) -> ImportanceExplanation:
         """The importance of ``text`` and the ``top`` anchors that drove it."""
-        vector = _unit_rows(self.embedder.embed([text]), "importance vectors")
+        vector = checked_unit_rows(self.embedder.embed([text]), "importance vectors")
         importance, weights = self._weigh(vector)
         order = np.argsort(-weights[0], kind="stable")[:top]
         anchors = self.anchor_vectors()

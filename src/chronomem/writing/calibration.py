@@ -42,6 +42,7 @@ from chronomem.errors import ConfigError
 from chronomem.writing.anchors import (
     DEFAULT_ANCHORS,
     AnchorCalibration,
+    checked_unit_rows,
     fit_calibration,
 )
 
@@ -116,15 +117,6 @@ def _labels() -> tuple[list[str], F64]:
     return [r["text"] for r in rows], np.array([r["importance"] for r in rows], np.float64)
 
 
-def _unit(vectors: object) -> F64:
-    array = np.asarray(vectors, dtype=np.float64)
-    norms = np.linalg.norm(array, axis=1, keepdims=True)
-    if array.ndim != 2 or not np.all(np.isfinite(array)) or not np.all(norms > 0):
-        raise ConfigError("calibration: the embedder returned rows that are not finite, non-zero")
-    out: F64 = array / norms
-    return out
-
-
 def association_rule(about: Sequence[float], unrelated: Sequence[float], alpha: float) -> float:
     """``u + α · (a − u)`` of the mean cosines to memories about an event and unrelated ones."""
     a, u = float(np.mean(about)), float(np.mean(unrelated))
@@ -157,7 +149,8 @@ def calibrate(embedder: Embedder, *, progress: bool = False) -> Calibration:
     texts = [t for p in (*same, *different) for t in p]
     for e in events:
         texts += [e["event"], *e["about"], *e["unrelated"]]
-    vectors = dict(zip(texts, _unit(embedder.embed(texts, progress=progress)), strict=True))
+    rows = checked_unit_rows(embedder.embed(texts, progress=progress), "calibration vectors")
+    vectors = dict(zip(texts, rows, strict=True))
 
     def cos(a: str, b: str) -> float:
         return float(vectors[a] @ vectors[b])
@@ -179,7 +172,9 @@ def calibrate(embedder: Embedder, *, progress: bool = False) -> Calibration:
     if reads(languages, "en"):
         label_texts, labels = _labels()
         anchors = [a.text for a in DEFAULT_ANCHORS]
-        rows = _unit(embedder.embed([*anchors, *label_texts], progress=progress))
+        rows = checked_unit_rows(
+            embedder.embed([*anchors, *label_texts], progress=progress), "calibration vectors"
+        )
         levels = np.array([a.level for a in DEFAULT_ANCHORS], np.float64)
         importance, mse = fit_calibration(
             rows[len(anchors) :], rows[: len(anchors)], levels, labels
