@@ -257,3 +257,30 @@ def test_a_large_value_is_stored_whole(tmp_path: Path) -> None:
         value = {"text": "w " * 150_000, "n": 1}  # more text than a record holds
         lg.put(("docs",), "big", value)
         assert lg.get(("docs",), "big").value == value  # type: ignore[union-attr]
+
+
+def test_a_narrow_filter_finds_every_item_it_selects(store: ChronomemStore) -> None:
+    """Filters narrow the read before scoring (issue 28): five items among 1,500, all ranking
+    below the others for the query, come back as InMemoryStore returns them — and values that
+    only LangGraph's comparisons equate (true and 1, "7" and 7) still pass."""
+    reference = InMemoryStore()
+    values = [
+        {"text": f"note {i} about the weather", "team": "red" if i % 250 != 3 else "blue",
+         "score": i % 10 if i % 7 else str(i % 10), "flag": i % 2 == 0 if i % 3 else i % 2}
+        for i in range(1_500)
+    ]  # fmt: skip
+    for target in (store, reference):
+        target.batch([PutOp(("notes",), f"k{i}", v) for i, v in enumerate(values)])
+    filters: list[dict[str, Any]] = [
+        {"team": "blue"},
+        {"team": "blue", "score": {"$gte": 3}},
+        {"flag": True, "score": {"$lt": 1}},
+        {"score": {"$gt": 2.5}, "team": {"$ne": "red"}},
+    ]
+    for f in filters:
+        ours = store.search(("notes",), query="weather", filter=f, limit=2_000)
+        theirs = reference.search(("notes",), filter=f, limit=2_000)
+        assert {i.key for i in ours} == {i.key for i in theirs}, f
+        assert ours, f
+        listed = store.search(("notes",), filter=f, limit=2_000)
+        assert {i.key for i in listed} == {i.key for i in theirs}, f

@@ -87,6 +87,50 @@ def matches(value: Mapping[str, Any], conditions: Mapping[str, Any] | None) -> b
     return all(_compare(_field(value, name), wanted) for name, wanted in (conditions or {}).items())
 
 
+def narrowing(conditions: Mapping[str, Any] | None) -> dict[str, Any]:
+    """chronomem's filter (docs/filters.md) selecting at least every item :func:`matches`
+    keeps, so the engine narrows a read before scoring it; :func:`matches` then decides
+    exactly. Items only (records with a key); each condition whose LangGraph meaning chronomem's
+    grammar holds as a superset: scalars (a boolean or 0 and 1 as JSON's equal numbers too),
+    nested mappings as paths, ``$gt`` / ``$gte`` / ``$lt`` / ``$lte`` with a number (strings and
+    booleans kept: LangGraph compares them as the numbers they parse to). Lists, ``$ne`` and
+    dotted names (a key or a path, depending on the value) narrow nothing."""
+    parts: list[dict[str, Any]] = [{"metadata.key": {"$exists": True}}]
+    for name, wanted in (conditions or {}).items():
+        parts.extend(_narrow(("value", name), wanted))
+    return {"$and": parts}
+
+
+def _narrow(path: tuple[str, ...], wanted: Any) -> list[dict[str, Any]]:
+    if any("." in step or step.startswith("$") for step in path):
+        return []
+    field = ".".join(("metadata", *path))
+    if isinstance(wanted, Mapping):
+        if any(str(k).startswith("$") for k in wanted):
+            return [c for op, x in wanted.items() for c in _narrow_operator(field, op, x)]
+        return [c for k, v in wanted.items() for c in _narrow((*path, str(k)), v)]
+    return _narrow_operator(field, "$eq", wanted)
+
+
+def _narrow_operator(field: str, op: str, x: Any) -> list[dict[str, Any]]:
+    if op == "$eq":
+        if x is None or isinstance(x, str):
+            return [{field: x}]
+        if isinstance(x, bool | int | float):  # JSON: true == 1 == 1.0
+            same: list[Any] = [x] if x not in (0, 1) else [bool(x), int(x), float(x)]
+            return [{field: {"$in": same}}]
+        return []
+    if op in ("$gt", "$gte", "$lt", "$lte") and not isinstance(x, bool):
+        try:
+            number = float(x)
+        except (TypeError, ValueError):
+            return []
+        return [
+            {"$or": [{field: {op: number}}, {field: {"$gte": ""}}, {field: {"$in": [True, False]}}]}
+        ]
+    return []
+
+
 def _field(value: Mapping[str, Any], name: str) -> Any:
     if name in value or "." not in name:
         return value.get(name)
@@ -308,7 +352,9 @@ class ChronomemStore(BaseStore):
         found: list[Record] = []
         start, size = 0, min(wanted, _PAGE)
         while len(found) < wanted:
-            page = self.memory.records(agents=agents, limit=size, offset=start)
+            page = self.memory.records(
+                agents=agents, limit=size, offset=start, filter=narrowing(op.filter)
+            )
             found += [r for r in page if "key" in r.metadata and matches(_value(r), op.filter)]
             if len(page) < size:
                 break
@@ -325,7 +371,10 @@ class ChronomemStore(BaseStore):
         vector = None if self.embeddings is None else self.embeddings.embed_query(op.query)
         k = wanted if not op.filter else max(4 * wanted, 64)
         while True:  # a filter keeps fewer than it reads: read wider until the page is full
-            options = ReadOptions(agents=agents, k=k, touch=False, dedup=False, rank_by=self._by)
+            options = ReadOptions(
+                agents=agents, k=k, touch=False, dedup=False, rank_by=self._by,
+                filter=narrowing(op.filter),
+            )  # fmt: skip
             hits: list[Hit] = self.memory.peek(op.query, query_embedding=vector, options=options)
             kept = [
                 h for h in hits

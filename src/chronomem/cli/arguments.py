@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, get_args, get_origin
 
 from chronomem.checks import parse_instant
 from chronomem.errors import InvalidInputError
+from chronomem.verbs import params
 
 __all__ = [
     "instant",
@@ -19,6 +21,8 @@ __all__ = [
     "record_fields",
     "signal",
     "tag_list",
+    "verb_arguments",
+    "verb_flags",
 ]
 
 
@@ -98,3 +102,44 @@ def record_fields(p: argparse.ArgumentParser) -> None:
         "--event", dest="event_id", help="the causal event this memory witnesses (event id)"
     )
     missing_vectors_flag(p)
+
+
+def verb_flags(
+    p: argparse.ArgumentParser,
+    verb: str,
+    *,
+    without: tuple[str, ...] = (),
+    defaults: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """Add the flags of ``verb``'s parameters in the verb table (``chronomem/verbs.py``): each
+    stored under the parameter's name, with its doc as help. ``defaults`` overrides a table
+    default where the CLI shows fewer (a terminal page). Returns the names added."""
+    added = []
+    for param in params(verb, without=without):
+        if param.flag is None:
+            continue
+        default = (defaults or {}).get(param.name, param.default)
+        kwargs: dict[str, Any] = {"dest": param.name, "help": param.doc, "default": default}
+        shape = next((a for a in get_args(param.value) if a is not type(None)), param.value)
+        if shape is bool:
+            kwargs["action"] = "store_false" if param.negated else "store_true"
+        elif param.repeat:
+            kwargs["action"] = "append"
+        elif shape is datetime:
+            kwargs["type"] = instant
+        elif get_origin(shape) is dict:
+            kwargs["type"] = metadata
+            kwargs["metavar"] = "JSON"
+        elif shape is int:
+            kwargs["type"] = int
+        if param.choices is not None:
+            kwargs["choices"] = list(param.choices)
+        p.add_argument(param.flag, **kwargs)
+        added.append(param.name)
+    return added
+
+
+def verb_arguments(args: argparse.Namespace, verb: str) -> dict[str, Any]:
+    """The keyword arguments of ``verb`` that :func:`verb_flags` added to the parser, from the
+    parsed ``args`` (a repeatable flag given no times is ``None``: the verb's default)."""
+    return {p.name: getattr(args, p.name) for p in params(verb) if p.flag is not None}

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from chronomem.cli.arguments import verb_arguments
 from chronomem.cli.render import format_link, print_json, print_record_line, short_time
 from chronomem.cli.settings import Settings, open_memory
 from chronomem.model.event import Event
@@ -39,18 +40,7 @@ def _show(
 
 def list_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
-        found = mem.records(
-            agents=args.agent or None,
-            kinds=args.kind or None,
-            domain=args.domain,
-            include_history=args.include_history,
-            since=args.since,
-            until=args.until,
-            as_of=args.as_of,
-            limit=args.limit,
-            offset=args.offset,
-            status=args.state,
-        )
+        found = mem.records(**verb_arguments(args, "records"))
     return _show(found, args, "records", lambda r: print_record_line(r, agent=True))
 
 

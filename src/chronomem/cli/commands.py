@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from chronomem.cli.arguments import verb_arguments
 from chronomem.cli.render import (
     format_hit,
     format_link,
@@ -91,19 +92,7 @@ def remember_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def recall_command(args: argparse.Namespace, cfg: Settings) -> int:
-    options = ReadOptions(
-        agents=args.agent or None,
-        k=args.k,
-        as_of=args.as_of,
-        valid_at=args.valid_at,
-        include_history=args.include_history,
-        touch=not args.no_touch,
-        explain=args.explain,
-        kinds=args.kind or None,
-        preset=args.preset,
-        crisis=args.crisis,
-        asker=args.asker,
-    )
+    options = ReadOptions(**verb_arguments(args, "recall"))
     with open_memory(cfg) as mem:
         hits = mem.recall(args.query, options=options)
     if args.json:

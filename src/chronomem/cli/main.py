@@ -22,12 +22,13 @@ from chronomem.cli.arguments import (
     reason_flag,
     record_fields,
     signal,
+    verb_flags,
 )
 from chronomem.cli.settings import settings
 from chronomem.config import PRESETS
 from chronomem.errors import ChronomemError
 from chronomem.model.event import EventKind
-from chronomem.model.record import Kind, Sensitivity, Status
+from chronomem.model.record import Kind, Sensitivity
 
 __all__ = ["EXIT_CODES", "build_parser", "main"]
 
@@ -99,23 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("recall", parents=[common], help="the best memories for a query")
     p.add_argument("query")
-    p.add_argument("--agent", action="append", help="whose memories (repeatable; default: all)")
-    p.add_argument(
-        "-k", type=int, help="how many (default: the preset's, 10; generative-agents-code 30)"
-    )
-    p.add_argument("--as-of", type=instant, help="evaluate at this instant (default: now)")
-    p.add_argument("--valid-at", type=instant, help="world time for validity windows")
-    p.add_argument(
-        "--include-history", action="store_true", help="closed and superseded records too"
-    )
-    p.add_argument("--kind", action="append", choices=[k.value for k in Kind])
-    p.add_argument("--preset", choices=sorted(PRESETS), help="scoring preset (default: default)")
-    p.add_argument("--explain", action="store_true", help="show each score's components")
-    p.add_argument("--no-touch", action="store_true", help="read-only: do not mark as accessed")
-    p.add_argument("--crisis", help="event id: lift memories tied to its causes (TCMF)")
-    p.add_argument(
-        "--asker", help="who asks (a transcript speaker): first-person queries favour their lines"
-    )
+    verb_flags(p, "recall")
     p.set_defaults(func=commands.recall_command)
 
     p = sub.add_parser("show", parents=[common], help="one record by id, every field")
@@ -130,19 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     paged.add_argument("--offset", type=int, default=0, help="skip this many (paging)")
 
     p = sub.add_parser(
-        "list", parents=[paged], help="browse records: by agent, kind, state, recording window"
+        "list", parents=[common], help="browse records: by agent, kind, state, filter, window"
     )
-    p.add_argument("--agent", action="append", help="whose (repeatable; default: all)")
-    p.add_argument("--kind", action="append", choices=[k.value for k in Kind])
-    p.add_argument(
-        "--state",
-        choices=[s.value for s in Status],
-        help="open, closed or superseded at --as-of (default: what a read would see)",
-    )
-    p.add_argument("--domain")
-    p.add_argument(
-        "--include-history", action="store_true", help="closed and superseded records too"
-    )
+    verb_flags(p, "records", defaults={"limit": 20})
     p.set_defaults(func=browse.list_command)
 
     p = sub.add_parser("events", parents=[paged], help="browse the causal graph's events")

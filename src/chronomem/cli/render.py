@@ -139,6 +139,8 @@ def explanation(b: Breakdown) -> list[str]:
     lines = [f"{pad(t, width)}  = {part:8.4f}" for t, part in rows]
     lines.append(f"{pad('   = score', width)}    {b.final:8.4f}  [{b.preset}, {b.normalisation}]")
     cues = [f"   ({b.cues[name]})" for name in ("time", "every_piece") if name in b.cues]
+    if b.filter is not None:
+        cues.insert(0, f"   (filter: {b.filter})")
     return [*cues, *lines]
 
 

@@ -7,11 +7,11 @@
 ...     mem.remember("Isabella is planning a party", agent="isabella")
 ...     hits = mem.recall("who is planning a party?", explain=True)
 
-Each verb is defined once, in ``calls.py``, as a function that validates its arguments and
-describes the request; a :class:`Verb` gives both classes that function's signature, sending the
-call blocking or awaiting. Errors come back as the engine's own exception classes (the service
-sends them as problem documents); an unreachable service raises :class:`~chronomem.ServiceError`
-and a refused key :class:`~chronomem.AccessDeniedError`.
+Each verb is defined once, in ``calls.py`` (the causal graph's in ``graph.py``), as a function
+that validates its arguments and describes the request; a :class:`Verb` gives both classes that
+function's signature, sending the call blocking or awaiting. Errors come back as the engine's own
+exception classes (the service sends them as problem documents); an unreachable service raises
+:class:`~chronomem.ServiceError` and a refused key :class:`~chronomem.AccessDeniedError`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import httpx
 
 from chronomem import errors
 from chronomem.checks import require_text
-from chronomem.client import calls
+from chronomem.client import calls, graph
 from chronomem.client.calls import Call, ClockReading
 from chronomem.errors import AccessDeniedError, ChronomemError, ServiceError
 
@@ -99,15 +99,15 @@ class _Verbs:
     core_blocks = Verb(calls.core_blocks)
     core_append = Verb(calls.core_append)
     core_replace = Verb(calls.core_replace)
-    add_event = Verb(calls.add_event)
-    get_event = Verb(calls.get_event)
-    events = Verb(calls.events)
-    link = Verb(calls.link)
-    unlink = Verb(calls.unlink)
-    links = Verb(calls.links)
-    ancestors = Verb(calls.ancestors)
-    descendants = Verb(calls.descendants)
-    auto_link = Verb(calls.auto_link)
+    add_event = Verb(graph.add_event)
+    get_event = Verb(graph.get_event)
+    events = Verb(graph.events)
+    link = Verb(graph.link)
+    unlink = Verb(graph.unlink)
+    links = Verb(graph.links)
+    ancestors = Verb(graph.ancestors)
+    descendants = Verb(graph.descendants)
+    auto_link = Verb(graph.auto_link)
     reflect = Verb(calls.reflect)
     embed_passages = Verb(calls.embed_passages)
     embed_records = Verb(calls.embed_records)

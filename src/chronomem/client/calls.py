@@ -29,7 +29,7 @@ from chronomem.context.block import ContextBlock
 from chronomem.errors import InvalidInputError
 from chronomem.model.audit import AuditEntry, ForgetResult, ScrubResult
 from chronomem.model.core import DEFAULT_CORE_LIMIT, CoreBlock
-from chronomem.model.event import Ancestor, Event, EventKind, Link, Provenance
+from chronomem.model.filter import FilterSpec
 from chronomem.model.record import Hit, Kind, Record, Sensitivity, Status, WriteResult
 from chronomem.model.reflection import ReflectionResult
 from chronomem.model.review import Access, Proposal
@@ -80,11 +80,11 @@ def records(
     kinds: Iterable[Kind | str] | None = None, domain: str | None = None,
     include_history: bool = False, since: datetime | None = None,
     until: datetime | None = None, as_of: datetime | None = None, limit: int = 100,
-    offset: int = 0, status: Status | str | None = None,
+    offset: int = 0, status: Status | str | None = None, filter: FilterSpec | None = None,
 ) -> Call[list[Record]]:  # fmt: skip
     """:meth:`chronomem.Memory.records`."""
     options = ReadOptions.from_arguments(
-        {"agent": agent, "agents": agents, "kinds": kinds, "as_of": as_of}
+        {"agent": agent, "agents": agents, "kinds": kinds, "as_of": as_of, "filter": filter}
     )
     params: dict[str, Any] = {
         "agent": list(options.agents or ()), "kind": sorted(map(str, options.kinds or ())),
@@ -100,6 +100,8 @@ def records(
         params["domain"] = require_text(domain, "domain")
     if status is not None:
         params["status"] = to_enum(Status, status, "status").value
+    if options.parsed_filter is not None:
+        params["filter"] = json.dumps(options.parsed_filter.to_spec())
     return Call("GET", "/records", reader(list[Record]), params=params)
 
 
@@ -186,14 +188,12 @@ def recall(
     kinds: Iterable[Kind | str] | None = None, include_history: bool = False,
     valid_at: datetime | None = None, preset: str | ScoringConfig | None = None,
     crisis: str | None = None, asker: str | None = None, dedup: bool = True,
-    rank_by: RankBy = "score", options: ReadOptions | None = None,
+    rank_by: RankBy = "score", filter: FilterSpec | None = None,
+    options: ReadOptions | None = None,
 ) -> Call[list[Hit]]:  # fmt: skip
     """:meth:`chronomem.Memory.recall`."""
     chosen = ReadOptions.from_arguments(locals())
-    body = {
-        **read_body(chosen), "touch": chosen.touch,
-        **given(query=query, query_embedding=query_embedding),
-    }  # fmt: skip
+    body = {**read_body(chosen, "recall"), **given(query=query, query_embedding=query_embedding)}
     return Call("POST", "/recall", reader(list[Hit]), body)
 
 
@@ -204,7 +204,7 @@ def peek(
     include_history: bool = False, valid_at: datetime | None = None,
     preset: str | ScoringConfig | None = None, crisis: str | None = None,
     asker: str | None = None, dedup: bool = True, rank_by: RankBy = "score",
-    options: ReadOptions | None = None,
+    filter: FilterSpec | None = None, options: ReadOptions | None = None,
 ) -> Call[list[Hit]]:  # fmt: skip
     """:meth:`chronomem.Memory.peek`: never touches."""
     chosen = ReadOptions.from_arguments(locals())
@@ -220,7 +220,8 @@ def recall_many(
     include_history: bool = False, valid_at: datetime | None = None,
     preset: str | ScoringConfig | None = None, sequential: bool | None = None,
     crisis: str | None = None, asker: str | None = None, dedup: bool = True,
-    rank_by: RankBy = "score", options: ReadOptions | None = None,
+    rank_by: RankBy = "score", filter: FilterSpec | None = None,
+    options: ReadOptions | None = None,
 ) -> Call[list[list[Hit]]]:  # fmt: skip
     """:meth:`chronomem.Memory.recall_many`."""
     if isinstance(queries, str):
@@ -230,8 +231,8 @@ def recall_many(
         None if v is None else wire(v) for v in query_embeddings
     ]  # fmt: skip
     body = {
-        **read_body(chosen), "touch": chosen.touch, "queries": list(queries),
-        **given(sequential=chosen.sequential, query_embeddings=vectors),
+        **read_body(chosen, "recall_many"), "queries": list(queries),
+        **given(query_embeddings=vectors),
     }  # fmt: skip
     return Call("POST", "/recall-many", reader(list[list[Hit]]), body)
 
@@ -290,94 +291,6 @@ def core_replace(
     """:meth:`chronomem.Memory.core_replace` (the audit names the key)."""
     path = f"/agents/{segment(agent, 'agent')}/core/{segment(label, 'label')}/replace"
     return Call("POST", path, reader(CoreBlock), {"old": old, "new": new, "limit": limit})
-
-
-# -- causal graph -------------------------------------------------------------------------------
-def add_event(
-    text: str, *, occurred_at: datetime | None = None,
-    kind: EventKind | str = EventKind.HAPPENING, scope: str | None = None,
-    metadata: Mapping[str, Any] | None = None, embedding: Vector | None = None,
-) -> Call[Event]:  # fmt: skip
-    """:meth:`chronomem.Memory.add_event`."""
-    return Call("POST", "/events", reader(Event), given(**locals()))
-
-
-def events(
-    *, kinds: Iterable[EventKind | str] | None = None, scope: str | None = None,
-    since: datetime | None = None, until: datetime | None = None,
-    as_of: datetime | None = None, limit: int = 100, offset: int = 0,
-) -> Call[list[Event]]:  # fmt: skip
-    """:meth:`chronomem.Memory.events`."""
-    params: dict[str, Any] = {
-        "kind": sorted(to_enum(EventKind, k, "kinds").value for k in kinds or ()),
-        "limit": str(positive_int(limit, "limit")),
-        "offset": str(positive_int(offset, "offset", minimum=0)),
-    }
-    for name, value in (("since", since), ("until", until), ("as_of", as_of)):
-        at = optional_instant(value, name)
-        if at is not None:
-            params[name] = at.isoformat()
-    if scope is not None:
-        params["scope"] = require_text(scope, "scope")
-    return Call("GET", "/events", reader(list[Event]), params=params)
-
-
-def get_event(event_id: str) -> Call[Event]:
-    """:meth:`chronomem.Memory.get_event`."""
-    return Call("GET", f"/events/{segment(event_id, 'event_id')}", reader(Event))
-
-
-def link(
-    cause: str, effect: str, weight: float = 1.0,
-    provenance: Provenance | str = Provenance.EXPLICIT, *, similarity: float | None = None,
-) -> Call[Link]:  # fmt: skip
-    """:meth:`chronomem.Memory.link`."""
-    return Call("POST", "/links", reader(Link), given(**locals()))
-
-
-def unlink(cause: str, effect: str) -> Call[bool]:
-    """:meth:`chronomem.Memory.unlink`."""
-    path = f"/links/{segment(cause, 'cause')}/{segment(effect, 'effect')}"
-    return Call("DELETE", path, reader(bool))
-
-
-def links() -> Call[list[Link]]:
-    """:meth:`chronomem.Memory.links`."""
-    return Call("GET", "/links", reader(list[Link]))
-
-
-def _reach(direction: str, event_id: str, max_depth: int, as_of: datetime | None) -> Call[Any]:
-    """``GET /events/{id}/ancestors`` or ``…/descendants``."""
-    params = {"max_depth": str(positive_int(max_depth, "max_depth"))}
-    at = optional_instant(as_of, "as_of")
-    if at is not None:
-        params["as_of"] = at.isoformat()
-    path = f"/events/{segment(event_id, 'event_id')}/{direction}"
-    return Call("GET", path, reader(list[Ancestor]), params=params)
-
-
-def ancestors(
-    event_id: str, max_depth: int = 4, *, as_of: datetime | None = None
-) -> Call[list[Ancestor]]:
-    """:meth:`chronomem.Memory.ancestors`."""
-    return _reach("ancestors", event_id, max_depth, as_of)
-
-
-def descendants(
-    event_id: str, max_depth: int = 4, *, as_of: datetime | None = None
-) -> Call[list[Ancestor]]:
-    """:meth:`chronomem.Memory.descendants`."""
-    return _reach("descendants", event_id, max_depth, as_of)
-
-
-def auto_link(
-    event_id: str, *, window: timedelta = timedelta(days=30), threshold: float | None = None,
-    weight_scale: float = 0.5,
-) -> Call[list[Link]]:  # fmt: skip
-    """:meth:`chronomem.Memory.auto_link`."""
-    path = f"/events/{segment(event_id, 'event_id')}/auto-link"
-    body = given(window=window, threshold=threshold, weight_scale=weight_scale)
-    return Call("POST", path, reader(list[Link]), body)
 
 
 # -- reflection ---------------------------------------------------------------------------------

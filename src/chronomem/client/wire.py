@@ -17,6 +17,7 @@ from chronomem.clock import require_aware
 from chronomem.config import PRESETS, ScoringConfig
 from chronomem.errors import ConfigError
 from chronomem.retrieval.options import ReadOptions
+from chronomem.verbs import params
 
 __all__ = ["Call", "ClockReading", "given", "preset_name", "read_body", "reader", "segment", "wire"]
 
@@ -84,12 +85,19 @@ def preset_name(preset: str | ScoringConfig | None) -> str | None:
     return preset.name
 
 
-def read_body(options: ReadOptions) -> dict[str, Any]:
-    return given(
-        agents=options.agents, k=options.k, as_of=options.as_of, explain=options.explain,
-        kinds=None if options.kinds is None else sorted(str(k) for k in options.kinds),
-        include_history=options.include_history, valid_at=options.valid_at,
-        preset=preset_name(options.preset), crisis=options.crisis, asker=options.asker,
-        dedup=None if options.dedup else False,
-        rank_by=None if options.rank_by == "score" else options.rank_by,
-    )  # fmt: skip
+def read_body(options: ReadOptions, verb: str = "peek") -> dict[str, Any]:
+    """The body of a read verb's options: every option of the verb's table (``verbs.py``)
+    that differs from its default, as JSON."""
+    body: dict[str, Any] = {}
+    for p in params(verb, without=("agent",)):  # options hold agent= as agents
+        value = getattr(options, p.name)
+        if value == p.default:
+            continue
+        if p.name == "kinds":
+            value = sorted(str(k) for k in value)
+        elif p.name == "preset":
+            value = preset_name(value)
+        elif p.name == "filter":
+            value = value.to_spec()
+        body[p.name] = wire(value)
+    return body

@@ -13,8 +13,10 @@ from chronomem.arrays import Mask
 from chronomem.clock import to_micros
 from chronomem.engine.handle import Handle
 from chronomem.model.event import Event, EventKind
+from chronomem.model.filter import Filter
 from chronomem.model.record import Kind, Record, Status
 from chronomem.retrieval.columns import Columns, columns, visible
+from chronomem.retrieval.filtering import filter_mask, kinds_named
 from chronomem.retrieval.index import domain_key
 from chronomem.text import normalise_text
 
@@ -37,21 +39,26 @@ def records(
     limit: int,
     offset: int,
     status: Status | None = None,
+    where: Filter | None = None,
 ) -> list[Record]:
     """The page ``[offset, offset + limit)`` of the matching records, newest recorded first
     (ties by id). Core blocks are included only when ``kinds`` names them. ``status``: the
     state at ``as_of`` (closed and superseded records are told apart by reading the ended
-    ones' rows, usually a small part of a space)."""
+    ones' rows, usually a small part of a space). ``where``: only the records the filter
+    selects (``retrieval/filtering.py``)."""
     with h.store.snapshot():
         cols = columns(h.index.arrays(list(agents) if agents else h.store.agents(h.space)))
         if cols.size == 0:
             return []
         at = to_micros(as_of)
+        named = kinds if kinds is not None else kinds_named(where)
         mask = visible(
             cols, as_of_us=at, valid_at_us=at, include_history=include_history, kinds=kinds,
-            exclude_kinds=frozenset({Kind.CORE}) if kinds is None else frozenset(),
+            exclude_kinds=frozenset({Kind.CORE}) if named is None else frozenset(),
         )  # fmt: skip
         keep = np.ones(cols.size, dtype=np.bool_) if mask is None else mask
+        if where is not None:
+            keep &= filter_mask(cols, where, as_of_us=at)
         recorded = cols.cat("recorded_at")
         if domain is not None:
             keep &= _same_domain(cols, keep, domain)

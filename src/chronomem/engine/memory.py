@@ -36,6 +36,7 @@ from chronomem.errors import ConfigError, EmbedderMismatchError
 from chronomem.llm.base import LLMClient
 from chronomem.model.audit import ForgetResult, ScrubResult
 from chronomem.model.core import DEFAULT_CORE_LIMIT, CoreBlock
+from chronomem.model.filter import FilterSpec
 from chronomem.model.record import Hit, Kind, Record, Sensitivity, WriteResult
 from chronomem.model.reflection import ReflectionResult
 from chronomem.model.review import Proposal
@@ -206,7 +207,8 @@ class Memory(CausalVerbs):
         kinds: Iterable[Kind | str] | None = None, include_history: bool = False,
         valid_at: datetime | None = None, preset: str | ScoringConfig | None = None,
         crisis: str | None = None, asker: str | None = None, dedup: bool = True,
-        rank_by: RankBy = "score", options: ReadOptions | None = None,
+        rank_by: RankBy = "score", filter: FilterSpec | None = None,
+        options: ReadOptions | None = None,
     ) -> list[Hit]:  # fmt: skip
         """The top ``k`` records for ``query`` at ``as_of`` (default: now), best first (DESIGN
         §2; every option is documented on :class:`~chronomem.ReadOptions`, and ``options=``
@@ -233,7 +235,8 @@ class Memory(CausalVerbs):
         include_history: bool = False, valid_at: datetime | None = None,
         preset: str | ScoringConfig | None = None, sequential: bool | None = None,
         crisis: str | None = None, asker: str | None = None, dedup: bool = True,
-        rank_by: RankBy = "score", options: ReadOptions | None = None,
+        rank_by: RankBy = "score", filter: FilterSpec | None = None,
+        options: ReadOptions | None = None,
     ) -> list[list[Hit]]:  # fmt: skip
         """Answer a batch of queries (one list of hits per query, in order), embedded in one
         batch; the arguments are :meth:`recall`'s.

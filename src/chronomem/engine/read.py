@@ -147,6 +147,7 @@ def recall_many(
             by_similarity=options.rank_by == "similarity",
             languages=model_languages(h.embedder) if vector is not None else None,
             switched_to=h.switched_to,
+            filter=options.parsed_filter,
         )
         for text, vector in zip(texts, vectors, strict=True)
     ]

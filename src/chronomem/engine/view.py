@@ -42,6 +42,7 @@ from chronomem.llm.base import LLMClient
 from chronomem.model.audit import AuditEntry
 from chronomem.model.core import CoreBlock
 from chronomem.model.event import Ancestor, Event, EventKind, Link
+from chronomem.model.filter import FilterSpec
 from chronomem.model.record import Dependant, Hit, Kind, Record, Status
 from chronomem.model.review import Access, Proposal, ProposalStatus
 from chronomem.retrieval.compact import DEFAULT_COMPACT_RECORDS
@@ -219,6 +220,7 @@ class MemoryView:
         asker: str | None = None,
         dedup: bool = True,
         rank_by: RankBy = "score",
+        filter: FilterSpec | None = None,
         options: ReadOptions | None = None,
     ) -> list[Hit]:
         """:meth:`recall` that never touches: strictly read-only (``options.touch`` is
@@ -347,7 +349,7 @@ class MemoryView:
         kinds: Iterable[Kind | str] | None = None, domain: str | None = None,
         include_history: bool = False, since: datetime | None = None,
         until: datetime | None = None, as_of: datetime | None = None, limit: int = 100,
-        offset: int = 0, status: Status | str | None = None,
+        offset: int = 0, status: Status | str | None = None, filter: FilterSpec | None = None,
     ) -> list[Record]:  # fmt: skip
         """Browse without a query: the records a read at ``as_of`` (default now) would see —
         closed and superseded ones too with ``include_history`` — of these agents (default all),
@@ -355,9 +357,10 @@ class MemoryView:
         aside), recorded in ``[since, until)``, newest first, ``limit`` from ``offset``.
         ``status`` keeps the records in that state at ``as_of`` (``open``: not yet closed or
         superseded, whatever its validity window; ``closed``; ``superseded``) and implies
-        ``include_history``. Read-only."""
+        ``include_history``. ``filter`` keeps the records it selects (docs/filters.md).
+        Read-only."""
         options = ReadOptions.from_arguments(
-            {"agent": agent, "agents": agents, "kinds": kinds, "as_of": as_of}
+            {"agent": agent, "agents": agents, "kinds": kinds, "as_of": as_of, "filter": filter}
         )
         window = (optional_instant(since, "since"), optional_instant(until, "until"))
         limit, offset = positive_int(limit, "limit"), positive_int(offset, "offset", minimum=0)
@@ -368,7 +371,7 @@ class MemoryView:
                 kinds=None if options.kinds is None else frozenset(map(Kind, options.kinds)),
                 include_history=flag(include_history, "include_history") or state is not None,
                 since=window[0], until=window[1], as_of=options.as_of or h.now(), limit=limit,
-                offset=offset, status=state,
+                offset=offset, status=state, where=options.parsed_filter,
             )  # fmt: skip
 
     def events(

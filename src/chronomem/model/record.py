@@ -236,7 +236,8 @@ class Breakdown:
     the read's asker and the query speaks in the first person (``relevance`` then includes the
     preset's ``speaker_weight``). ``unread_language`` names the language of the question or of the
     record when the embedding model does not read it: the cosine did not count, relevance is the
-    words' (DESIGN §9).
+    words' (DESIGN §9). ``filter`` is the read's filter the record passed, as text (the
+    candidates, and so the normalisation ranges, were the records it selects).
     """
 
     preset: str
@@ -260,6 +261,7 @@ class Breakdown:
     speaker: str | None = None
     cues: Mapping[str, str] = field(default_factory=dict)
     unread_language: str | None = None
+    filter: str | None = None
 
     def contributions(self) -> dict[str, float]:
         """The score as a sum (it adds up to ``final``, to float rounding): each weighted
@@ -307,6 +309,7 @@ class Breakdown:
             "speaker": self.speaker,
             "cues": dict(self.cues),
             "unread_language": self.unread_language,
+            "filter": self.filter,
             "relevance": self.relevance,
             "recency_mode": self.recency_mode,
             "age_seconds": self.age.total_seconds(),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -14,16 +14,28 @@ import numpy.typing as npt
 from chronomem.analysis.scripts import language_code
 from chronomem.arrays import F32, Rows, unit_rows
 from chronomem.errors import StoreError
-from chronomem.model.record import Kind
+from chronomem.model.record import Kind, Sensitivity, Status
 from chronomem.retrieval.compact import Codes
 from chronomem.stores.base import NEVER, SINCE_EVER, RecordColumns
 from chronomem.text import dedup_key, event_key, number_key, speaker
 
-__all__ = ["KINDS", "KIND_CODES", "AgentArrays", "Bounds", "domain_key"]
+__all__ = [
+    "KINDS",
+    "KIND_CODES",
+    "SENSITIVITY_CODES",
+    "STATUS_CODES",
+    "AgentArrays",
+    "Bounds",
+    "domain_key",
+]
 
 
 KINDS: tuple[Kind, ...] = tuple(Kind)
 KIND_CODES: dict[Kind, int] = {kind: code for code, kind in enumerate(KINDS)}
+SENSITIVITY_CODES: dict[str, int] = {s.value: code for code, s in enumerate(Sensitivity)}
+STATUS_CODES: dict[str, int] = {s.value: code for code, s in enumerate(Status)}
+#: The most row-aligned columns a filter derived that an agent's arrays keep (oldest dropped).
+MAX_FILTER_COLUMNS = 64
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,6 +81,7 @@ class AgentArrays:
     _F64_FIELDS = ("importance", "feedback_score")
     _OTHER_FIELDS = (
         "kind", "speaker", "language", "numbers", "has_embedding", "has_passages", "ids",
+        "sensitivity", "state",
     )  # fmt: skip
 
     def __init__(self, agent: str, dim: int | None, capacity: int = 16) -> None:
@@ -90,6 +103,8 @@ class AgentArrays:
         self.numbers = np.zeros(cap, dtype=np.int64)
         self.has_embedding = np.zeros(cap, dtype=np.bool_)
         self.has_passages = np.zeros(cap, dtype=np.bool_)
+        self.sensitivity = np.zeros(cap, dtype=np.int8)  # SENSITIVITY_CODES
+        self.state = np.zeros(cap, dtype=np.int8)  # the stored status (STATUS_CODES)
         self.ids = np.empty(cap, dtype=_ID_DTYPE)
         self.emb: F32 | None = None if dim is None else np.zeros((cap, dim), dtype=np.float32)
         self.codes: Codes | None = None  # the int8 copy of emb, once a large read asked for it
@@ -101,8 +116,14 @@ class AgentArrays:
         self.keys: list[str | None] = []  # embedding keys (metadata), None: the text is the key
         self.domains: list[str | None] = []
         self.event_ids: list[str | None] = []
+        # the stored JSON of tags and metadata (None: none), parsed when a filter reads them
+        self.tags: list[str | None] = []
+        self.metadata: list[str | None] = []
         self._position: dict[str, int] | None = {}
         self._derived: dict[object, npt.NDArray[np.generic]] = {}
+        # how to compute the rows from a start of the derived columns kept across writes that
+        # filters asked for (see column()); the key columns of _KEYS are kept the same way
+        self._growing: dict[object, Callable[[AgentArrays, int], npt.NDArray[np.generic]]] = {}
         self._bounds: Bounds | None = None
 
     # typed accessors for the dynamic columns (mypy cannot see setattr)
@@ -175,6 +196,7 @@ class AgentArrays:
         for name in (*self._I64_FIELDS, *self._F64_FIELDS):
             getattr(self, name)[at] = getattr(cols, name)[rows]
         self.has_embedding[at] = cols.has_embedding[rows]
+        self.state[at] = [STATUS_CODES[cols.status[i]] for i in rows]
         if cols.embeddings is not None:
             self.set_dim(cols.embeddings.shape[1])
             assert self.emb is not None
@@ -230,6 +252,7 @@ class AgentArrays:
         ]
         self.language[at] = [language_code(cols.texts[i]) for i in rows]
         self.numbers[at] = [number_key(cols.texts[i]) for i in rows]
+        self.sensitivity[at] = [SENSITIVITY_CODES[cols.sensitivity[i]] for i in rows]
         self.ids[at] = [cols.ids[i] for i in rows]
         for offset, i in enumerate(rows):
             self.position[cols.ids[i]] = start + offset
@@ -237,6 +260,8 @@ class AgentArrays:
             self.keys.append(cols.embedding_keys[i])
             self.domains.append(cols.domains[i])
             self.event_ids.append(cols.event_ids[i])
+            self.tags.append(cols.tags[i])
+            self.metadata.append(cols.metadata[i])
         self.n = start + rows.size
         if start and self.pk[start - 1] >= self.pk[start]:
             raise StoreError("store keys are not increasing; the in-memory index is out of sync")
@@ -288,13 +313,16 @@ class AgentArrays:
         self.keys = [t for t, k in zip(self.keys, keep, strict=True) if k]
         self.domains = [d for d, k in zip(self.domains, keep, strict=True) if k]
         self.event_ids = [e for e, k in zip(self.event_ids, keep, strict=True) if k]
+        self.tags = [t for t, k in zip(self.tags, keep, strict=True) if k]
+        self.metadata = [m for m, k in zip(self.metadata, keep, strict=True) if k]
         self.n = int(keep.sum())
         self._position = None
         self._derived = {
             name: cached[keep]
             for name, cached in self._derived.items()
-            if name in self._KEYS and cached.shape[0] == keep.shape[0]
+            if (name in self._KEYS or name in self._growing) and cached.shape[0] == keep.shape[0]
         }
+        self._growing = {name: f for name, f in self._growing.items() if name in self._derived}
         self._bounds = None
 
     def compact(self) -> Codes:
@@ -357,14 +385,35 @@ class AgentArrays:
     }
 
     def _extend_keys(self, start: int) -> None:
-        """After an append of the rows from ``start``: the key columns computed so far gain the
-        new rows' keys; every other derived column is dropped."""
+        """After an append of the rows from ``start``: the key columns and the filters' columns
+        computed so far gain the new rows' values; every other derived column is dropped."""
         kept: dict[object, npt.NDArray[np.generic]] = {}
-        for name, compute in self._KEYS.items():
+        for name, compute in (*self._KEYS.items(), *self._growing.items()):
             cached = self._derived.get(name)
             if cached is not None and cached.shape[0] == start:
                 kept[name] = np.concatenate((cached, compute(self, start)))
         self._derived = kept
+        self._growing = {name: f for name, f in self._growing.items() if name in kept}
+
+    def column(
+        self, key: object, compute: Callable[[AgentArrays, int], npt.NDArray[np.generic]]
+    ) -> npt.NDArray[Any]:
+        """A row-aligned column derived from values that never change once written (tags,
+        metadata, domains): ``compute(self, start)`` gives the rows from ``start`` on. Computed
+        once, then kept across appends (only the new rows are computed) and removals; at most
+        :data:`MAX_FILTER_COLUMNS` are kept, the least recently asked for dropped first."""
+        cached = self._derived.get(key)
+        if cached is not None and cached.shape[0] == self.n:
+            self._growing[key] = self._growing.pop(key, compute)  # most recent last
+            return cached
+        cached = self._derived[key] = compute(self, 0)
+        self._growing.pop(key, None)
+        self._growing[key] = compute
+        while len(self._growing) > MAX_FILTER_COLUMNS:
+            oldest = next(iter(self._growing))
+            del self._growing[oldest]
+            self._derived.pop(oldest, None)
+        return cached
 
     def _key(self, name: str) -> npt.NDArray[np.int64]:
         cached = self._derived.get(name)
@@ -388,12 +437,22 @@ class AgentArrays:
         """Hashes of the witnessed event ids (0 for none)."""
         return self._key("event_keys")
 
-    def raise_to_passages(self, dense: npt.NDArray[np.float64], query: F32) -> None:
-        """Raise each row's cosine in ``dense`` to its best passage's, in place."""
+    def raise_to_passages(
+        self, dense: npt.NDArray[np.float64], query: F32, only: npt.NDArray[np.bool_] | None = None
+    ) -> None:
+        """Raise each row's cosine in ``dense`` to its best passage's, in place (only the rows
+        ``only`` selects, when given)."""
         if self.pemb is None or self.pn == 0:
             return
         owners = self.powner[: self.pn]
-        sims = self.pemb[: self.pn] @ query
+        if only is not None:
+            held = np.flatnonzero(only[owners])
+            if held.size == 0:
+                return
+            owners = owners[held]
+            sims = self.pemb[held] @ query
+        else:
+            sims = self.pemb[: self.pn] @ query
         starts = np.flatnonzero(np.diff(owners, prepend=-1))  # owners ascend: one run per row
         rows = owners[starts]
         dense[rows] = np.maximum(dense[rows], np.maximum.reduceat(sims, starts))

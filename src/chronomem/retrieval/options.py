@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Any
 
 from chronomem.checks import (
     flag,
@@ -21,12 +21,11 @@ from chronomem.checks import (
 )
 from chronomem.config import ScoringConfig, resolve_preset
 from chronomem.errors import InvalidInputError
+from chronomem.model.filter import Filter, FilterSpec, parse_filter
 from chronomem.model.record import Kind
+from chronomem.verbs import RANK_BY, RankBy
 
 __all__ = ["RANK_BY", "RankBy", "ReadOptions"]
-
-RankBy = Literal["score", "similarity"]
-RANK_BY: tuple[str, ...] = get_args(RankBy)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,6 +57,8 @@ class ReadOptions:
             (the raw cosine of query and record, :attr:`~chronomem.model.Hit.similarity`, as
             vector stores order results; records without a vector after the others, by
             score). Scores are the same either way.
+        filter: only records this filter selects are candidates (docs/filters.md; a mapping
+            is parsed into a :data:`~chronomem.model.filter.Filter`), applied before scoring.
     """
 
     agents: Sequence[str] | None = None
@@ -75,6 +76,7 @@ class ReadOptions:
     actor: str | None = None
     dedup: bool = True
     rank_by: RankBy = "score"
+    filter: FilterSpec | None = None
 
     def __post_init__(self) -> None:
         put = object.__setattr__
@@ -97,6 +99,7 @@ class ReadOptions:
         put(self, "crisis", optional_text(self.crisis, "crisis"))
         put(self, "asker", optional_text(self.asker, "asker"))
         put(self, "actor", optional_text(self.actor, "actor"))
+        put(self, "filter", parse_filter(self.filter))
         if self.rank_by not in RANK_BY:
             raise InvalidInputError(
                 f"rank_by must be one of {', '.join(RANK_BY)}; got {self.rank_by!r}",
@@ -126,3 +129,8 @@ class ReadOptions:
         if not isinstance(whole, ReadOptions):
             raise InvalidInputError("options must be a ReadOptions", field="options")
         return whole
+
+    @property
+    def parsed_filter(self) -> Filter | None:
+        """The filter, parsed (construction parses a mapping)."""
+        return self.filter  # type: ignore[return-value]

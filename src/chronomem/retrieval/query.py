@@ -9,6 +9,7 @@ from chronomem.arrays import F32
 from chronomem.config import ScoringConfig
 from chronomem.graph.boost import CausalEvent
 from chronomem.model.event import Event
+from chronomem.model.filter import Filter
 from chronomem.model.record import Kind
 
 __all__ = ["Crisis", "Query"]
@@ -28,6 +29,7 @@ class Query:
     cosines count only where it reads both the query and the record (DESIGN §9).
     ``switched_to``: the model the store switched to after the reading handle opened with
     another (its reads are lexical; the hits say so).
+    ``filter``: only the records it selects are candidates (``retrieval/filtering.py``).
     """
 
     text: str
@@ -47,6 +49,7 @@ class Query:
     by_similarity: bool = False
     languages: frozenset[str] | None = None
     switched_to: str | None = None
+    filter: Filter | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

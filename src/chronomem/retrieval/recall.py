@@ -25,10 +25,11 @@ from chronomem.retrieval import compact
 from chronomem.retrieval.columns import Columns, columns, visible
 from chronomem.retrieval.crisis import fuse_boost
 from chronomem.retrieval.cues import SpeakerCue, TimeCue, speaker_cue, time_cue
+from chronomem.retrieval.filtering import filter_mask, kinds_named
 from chronomem.retrieval.index import KIND_CODES
 from chronomem.retrieval.languages import Coverage, model_reads
 from chronomem.retrieval.query import Crisis, Query
-from chronomem.retrieval.relevance import lexical, preselect, similarities
+from chronomem.retrieval.relevance import gather_is_cheap, lexical, preselect, similarities
 from chronomem.retrieval.similarity import by_similarity, similarity_of
 from chronomem.retrieval.space import SpaceIndex
 from chronomem.scoring.score import Candidates, Scores, rank, score
@@ -44,16 +45,35 @@ CORE = frozenset({Kind.CORE})
 
 
 def _visible(cols: Columns, q: Query) -> Mask | None:
+    """The candidates (DESIGN §2 step 1): visible at the read's instants, of its kinds, selected
+    by its filter; ``None``: every row."""
     as_of_us = to_micros(q.as_of)
-    return visible(
+    named = q.kinds if q.kinds is not None else kinds_named(q.filter)
+    mask = visible(
         cols,
         as_of_us=as_of_us,
         valid_at_us=as_of_us if q.valid_at is None else to_micros(q.valid_at),
         include_history=q.include_history,
         kinds=q.kinds,
-        exclude_kinds=q.config.exclude_kinds | (CORE if q.kinds is None else frozenset()),
+        exclude_kinds=q.config.exclude_kinds | (CORE if named is None else frozenset()),
         exclude_key=q.config.exclude_key,
     )
+    if q.filter is None:
+        return mask
+    selected = filter_mask(cols, q.filter, as_of_us=as_of_us)
+    return selected if mask is None else mask & selected
+
+
+def _narrowed(cols: Columns, q: Query, mask: Mask | None, chosen: Mask | None) -> Mask | None:
+    """The rows whose cosines a filtered read computes: only the filter's candidates, when
+    gathering them costs less than the whole product (a narrow filter makes a read cheaper,
+    never dearer); ``chosen`` (pre-selected rows) otherwise. Not under float64 cosines, which
+    compute every row the reference code's way."""
+    if q.filter is None or mask is None or q.config.float64_cosines:
+        return chosen
+    if not gather_is_cheap(int(np.count_nonzero(mask)), cols.size):
+        return chosen
+    return mask if chosen is None else mask & chosen
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +288,7 @@ def _breakdown(
         speaker=_speaker_of(cols, row) if parts.speaker else None,
         cues=_cues(speaker, life.when, q, coverage.question),
         unread_language=coverage.language_not_read(row),
+        filter=None if q.filter is None else q.filter.describe(),
         relevance=parts.relevance,
         recency_mode=c.recency.value,
         age=timedelta(microseconds=parts.age_us),
@@ -371,7 +392,8 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
         needs_lexical = q.vector is None or q.config.relevance is not RelevanceMode.DENSE
         lexical_scores = lexical(store, space, cols, q.text) if needs_lexical else None
         chosen = preselect(store, space, cols, q, lexical_scores, mask)
-        exact = _compact_exact(index, cols, q, chosen)
+        computed = _narrowed(cols, q, mask, chosen)
+        exact = _compact_exact(index, cols, q, computed)
         bound = None
         dense: F64 | None
         if exact is not None:  # a large one-agent read: scan the int8 copy (compact.py)
@@ -381,7 +403,7 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
                 compact.widen_extremes(dense, bound, mask, exact)
         elif q.vector is not None:
             dense = similarities(
-                cols, q.vector, chosen, passages=q.config.passages,
+                cols, q.vector, computed, passages=q.config.passages,
                 float64=q.raw_vector if q.config.float64_cosines else None,
             )  # fmt: skip
         else:

@@ -12,7 +12,7 @@ from chronomem.retrieval.columns import Columns
 from chronomem.retrieval.query import Query
 from chronomem.stores.base import MemoryStore
 
-__all__ = ["lexical", "preselect", "similarities"]
+__all__ = ["gather_is_cheap", "lexical", "preselect", "similarities"]
 
 # A cosine for a gathered row costs about as much as this many rows of the contiguous product
 # (measured with numpy on 200k × 384: 10% of the rows gathered took 0.6 × the whole product).
@@ -21,7 +21,7 @@ __all__ = ["lexical", "preselect", "similarities"]
 _GATHER_COST = 6
 
 
-def _gather_is_cheap(rows: int, namespace: int) -> bool:
+def gather_is_cheap(rows: int, namespace: int) -> bool:
     return rows * _GATHER_COST * 2 < namespace
 
 
@@ -52,7 +52,7 @@ def preselect(
     ):
         return None
     matches = 0 if lexical is None else int(np.count_nonzero(lexical))
-    if not _gather_is_cheap(matches, cols.size):
+    if not gather_is_cheap(matches, cols.size):
         return None  # the lexical matches' cosines alone cost about the whole product
     agents = [a.agent for a in cols.arrays]
     pks = store.nearest(space, agents, q.vector, namespace=cols.size, k=q.k)
@@ -71,7 +71,7 @@ def preselect(
         return None
     if lexical is not None:
         chosen |= lexical > 0.0
-    if not _gather_is_cheap(int(np.count_nonzero(chosen)), cols.size):
+    if not gather_is_cheap(int(np.count_nonzero(chosen)), cols.size):
         return None
     return chosen
 
@@ -90,7 +90,8 @@ def similarities(
     exactness; a float32 product over 1536 dimensions is off by ~1e-7).
 
     With ``chosen`` (pre-selected rows, never with passages over records that have them: see
-    :func:`preselect`), only those rows' cosines are computed; the others are 0. A crisis
+    :func:`preselect`; or a filter's candidates), only those rows' cosines are computed (and
+    their passages'); the others are 0. A crisis
     read's record × event cosines are the causal boost's (``retrieval/crisis.py``)."""
     if float64 is not None and chosen is None:
         dense = _float64_cosines(cols, float64)
@@ -99,7 +100,8 @@ def similarities(
     if passages:
         for a, offset in zip(cols.arrays, cols.offsets[:-1].tolist(), strict=True):
             if a.dim == vector.shape[0]:
-                a.raise_to_passages(dense[offset : offset + a.n], vector)
+                rows = None if chosen is None else chosen[offset : offset + a.n]
+                a.raise_to_passages(dense[offset : offset + a.n], vector, rows)
     return dense
 
 

@@ -33,14 +33,16 @@ from chronomem.retrieval.index import AgentArrays
 
 __all__ = ["Snapshot", "load", "own", "save"]
 
-_MAGIC = b"CHRMIDX\x03"  # 2: the occurred_at column; 3: the language and numbers columns
+# 2: the occurred_at column; 3: the language and numbers columns; 4: sensitivity, status, tags
+# and metadata (the filters' inputs)
+_MAGIC = b"CHRMIDX\x04"
 _ALIGN = 64
 _SEP = "\x00"  # texts never hold NUL (chronomem.checks.check_text): it separates them
 # The columns saved per agent: the numeric ones of AgentArrays plus the derived keys (stable
 # hashes, saved so a multi-agent read after a reopen does not hash every text again).
 _COLUMNS = (*AgentArrays._I64_FIELDS, *AgentArrays._F64_FIELDS, *AgentArrays._OTHER_FIELDS)
 _DERIVED = ("text_keys", "domain_keys", "event_keys")
-_OPTIONAL_TEXTS = ("keys", "domains", "event_ids")
+_OPTIONAL_TEXTS = ("keys", "domains", "event_ids", "tags", "metadata")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

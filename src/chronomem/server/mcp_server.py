@@ -25,6 +25,7 @@ from chronomem.engine import Memory
 from chronomem.errors import ChronomemError, NotFoundError
 from chronomem.model.core import CoreBlock
 from chronomem.model.record import Hit, Record, WriteResult
+from chronomem.verbs import PARAMS
 
 __all__ = ["INSTRUCTIONS", "Binding", "build_server", "client_name", "stdio_binding"]
 
@@ -264,11 +265,12 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
             list[KindName] | None, Field(description="only these kinds of memory")
         ] = None,
         explain: Annotated[bool, Field(description="include why each ranked where it did")] = False,
+        filter: Annotated[dict[str, Any] | None, Field(description=PARAMS["filter"].doc)] = None,
     ) -> list[dict[str, Any]]:
         b = bind(ctx)
         hits = b.memory.recall(
             query, agent=b.agent, k=k, as_of=as_of, include_history=include_history,
-            kinds=kinds, explain=explain,
+            kinds=kinds, explain=explain, filter=filter,
         )  # fmt: skip
         limits = _budget([h.record.text for h in hits])
         return [_hit(h, limit) for h, limit in zip(hits, limits, strict=True)]

@@ -4,19 +4,22 @@ the dataclasses, so the service, its OpenAPI schema and the Python client share 
 
 Instants must carry an offset (``AwareDatetime``: a naive instant is a 422). Fields are typed for
 the schema; the engine's own checks (``checks.py``, ``ReadOptions``) still run on every value, so
-the service accepts exactly what the library accepts.
+the service accepts exactly what the library accepts. The read models' fields come from the verb
+table (``chronomem/verbs.py``): names, defaults, descriptions and bounds are defined there once.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any, Literal
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args, get_origin
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, create_model
 
 from chronomem.model.core import DEFAULT_CORE_LIMIT
 from chronomem.model.event import EventKind, Provenance
 from chronomem.model.record import Kind, Sensitivity
+from chronomem.verbs import MAX_K, PARAMS, Param, params
 
 __all__ = [
     "AccessLogIn",
@@ -46,14 +49,33 @@ __all__ = [
 ]
 
 
-#: The most hits one read returns over HTTP (a library read has no such bound).
-MAX_K = 10_000
 #: The most queries of one recall-many.
 MAX_QUERIES = 1_000
 
 
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def annotation(p: Param) -> Any:
+    """The pydantic type of a table parameter: instants with an offset, choices as literals."""
+    args = get_args(p.value)
+    optional = type(None) in args
+    base = next(a for a in args if a is not type(None)) if optional else p.value
+    if base is datetime:
+        base = AwareDatetime
+    if p.choices is not None and p.wire_choices:
+        choice: Any = Literal.__getitem__(p.choices)
+        base = list[choice] if get_origin(base) is list else choice
+    return base | None if optional else base
+
+
+def fields_of(table: Iterable[Param]) -> dict[str, Any]:
+    """The table's parameters as pydantic field definitions (``create_model``'s keywords)."""
+    return {
+        p.name: (annotation(p), Field(default=p.default, description=p.doc, **p.bounds))
+        for p in table
+    }
 
 
 class _NewRecord(_In):
@@ -108,48 +130,26 @@ class SupersedeIn(_NewRecord):
     reason: str | None = None
 
 
-class ReadIn(_In):
-    """Read options (``ReadOptions``); see ``recall``."""
-
-    agent: str | None = None
-    agents: list[str] | None = None
-    k: int | None = Field(
-        default=None, ge=1, le=MAX_K, description=f"how many hits (at most {MAX_K:,} over HTTP)"
+if TYPE_CHECKING:  # built from the verb table when the module runs; to a type checker, any
+    ReadIn: TypeAlias = Any
+    PeekIn: TypeAlias = Any
+    RecallIn: TypeAlias = Any
+    RecallManyIn: TypeAlias = Any
+else:
+    ReadIn = create_model(
+        "ReadIn", __base__=_In, __doc__="Read options (``ReadOptions``); see ``recall``.",
+        **fields_of(params("peek")),
+    )  # fmt: skip
+    PeekIn = create_model(
+        "PeekIn", __base__=ReadIn, query=(str, ""), query_embedding=(list[float] | None, None)
     )
-    as_of: AwareDatetime | None = None
-    explain: bool = False
-    kinds: list[Kind] | None = None
-    include_history: bool = False
-    valid_at: AwareDatetime | None = None
-    preset: str | None = None
-    crisis: str | None = None
-    asker: str | None = None
-    dedup: bool = Field(
-        default=True,
-        description="a multi-agent read collapses records of equal text into one hit listing "
-        "every holder; false returns each record as its own hit",
-    )
-    rank_by: Literal["score", "similarity"] = Field(
-        default="score",
-        description="order hits by chronomem's score, or by their raw cosine to the query (as "
-        "vector stores do; records without a vector last)",
-    )
-
-
-class PeekIn(ReadIn):
-    query: str = ""
-    query_embedding: list[float] | None = None
-
-
-class RecallIn(PeekIn):
-    touch: bool = True
-
-
-class RecallManyIn(ReadIn):
-    queries: list[str] = Field(max_length=MAX_QUERIES)
-    touch: bool = True
-    query_embeddings: list[list[float] | None] | None = None
-    sequential: bool | None = None
+    RecallIn = create_model("RecallIn", __base__=PeekIn, **fields_of([PARAMS["touch"]]))
+    RecallManyIn = create_model(
+        "RecallManyIn", __base__=ReadIn,
+        queries=(list[str], Field(max_length=MAX_QUERIES)),
+        query_embeddings=(list[list[float] | None] | None, None),
+        **fields_of([PARAMS["touch"], PARAMS["sequential"]]),
+    )  # fmt: skip
 
 
 class CloseIn(_In):

@@ -72,7 +72,10 @@ class RecordColumns:
     ``valid_until_before`` is the window end a read must use for instants before ``superseded_at``
     (the current ``valid_until`` for records never closed). ``embedding_keys`` holds each row's
     ``metadata[EMBEDDING_KEY]`` (``None`` when it has none). ``texts`` are the texts as read
-    (``Record.read_text``: the speaker named, one shape).
+    (``Record.read_text``: the speaker named, one shape). ``tags`` and ``metadata`` are the
+    stored JSON (``None`` for none), parsed only when a filter reads them; ``sensitivity`` and
+    ``status`` the stored values (the status as it stands now: a read at an earlier instant
+    tells from ``superseded_at`` whether it had ended then).
     """
 
     pk: I64
@@ -96,6 +99,10 @@ class RecordColumns:
     embeddings: F32 | None
     passages: list[F32 | None]
     embedding_keys: list[str | None]
+    tags: list[str | None]
+    metadata: list[str | None]
+    sensitivity: list[str]
+    status: list[str]
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -11,7 +11,8 @@ from chronomem.model.audit import AuditEntry, ForgetResult
 from chronomem.model.keys import Scope
 from chronomem.model.record import Kind, Record, Status, WriteResult
 from chronomem.server import wire
-from chronomem.server.routes.service import Credentials, Service, instant
+from chronomem.server.routes.service import Credentials, Service, instant, json_object
+from chronomem.verbs import PARAMS
 
 __all__ = ["register"]
 
@@ -49,6 +50,9 @@ def register(v1: APIRouter, service: Service) -> None:
         limit: int = 100,
         offset: int = 0,
         status: Status | None = None,
+        filter: Annotated[
+            str | None, Query(description="a filter as JSON: " + PARAMS["filter"].doc)
+        ] = None,
     ) -> list[Record]:
         """Browse without a query, newest first (``agent`` and ``kind`` repeat; ``status``:
         open, closed or superseded at ``as_of``)."""
@@ -57,6 +61,7 @@ def register(v1: APIRouter, service: Service) -> None:
             agents=agent, kinds=kind, domain=domain, include_history=include_history,
             since=instant(since, "since"), until=instant(until, "until"),
             as_of=instant(as_of), limit=limit, offset=offset, status=status,
+            filter=json_object(filter, "filter"),
         )  # fmt: skip
 
     @v1.get("/records/{record_id}", tags=["records"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,11 +20,12 @@ from pydantic import TypeAdapter
 
 from chronomem.checks import parse_instant
 from chronomem.engine import Memory
+from chronomem.errors import InvalidInputError
 from chronomem.model.keys import Scope
 from chronomem.server.auth import Caller, Gate
 from chronomem.server.spaces import Spaces
 
-__all__ = ["Credentials", "Routes", "Service", "instant", "token"]
+__all__ = ["Credentials", "Routes", "Service", "instant", "json_object", "token"]
 
 _bearer = HTTPBearer(auto_error=False, description="an API key: cmk_<id>_<secret>")
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
@@ -50,6 +52,19 @@ def token(auth: HTTPAuthorizationCredentials | None) -> str | None:
 def instant(text: str | None, name: str = "as_of") -> datetime | None:
     """An instant given as a query parameter (ISO 8601 with an offset)."""
     return None if text is None else parse_instant(text, name)
+
+
+def json_object(text: str | None, name: str) -> dict[str, Any] | None:
+    """A JSON object given as a query parameter (a filter)."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{name} is not JSON ({exc.msg})", field=name) from None
+    if not isinstance(value, dict):
+        raise InvalidInputError(f"{name} must be a JSON object", field=name)
+    return value
 
 
 class Routes(APIRouter):

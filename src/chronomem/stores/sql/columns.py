@@ -37,10 +37,11 @@ def load_columns(
         f" COALESCE(CASE WHEN superseded_at IS NULL THEN {us('valid_until')}"
         f" ELSE {us('valid_until_before')} END, {NEVER}),"
         f" domain, event_id, embedding, passages,"
-        f" CASE WHEN metadata LIKE ? THEN metadata END, {us('occurred_at')}, speaker FROM records"
+        f" NULLIF(metadata, '{{}}'), {us('occurred_at')}, speaker, NULLIF(tags, '[]'),"
+        f" sensitivity, status FROM records"
         f" WHERE space = ? AND agent IN ({marks(len(agents))})"
     )
-    params: list[Any] = [f"%{EMBEDDING_KEY}%", space, *agents]
+    params: list[Any] = [space, *agents]
     if after_seq is None:
         return _columns(db._query(sql + " ORDER BY pk", params), db.location)
     # A few changed rows, found through (space, agent, change_seq) and ordered here: asking the
@@ -69,7 +70,7 @@ def _columns(rows: list[Any], location: str) -> RecordColumns:
             superseded_at=empty_i, feedback_score=np.empty(0, np.float64),
             valid_until_before=empty_i, domains=[], event_ids=[],
             has_embedding=np.empty(0, np.bool_), embeddings=None, passages=[],
-            embedding_keys=[],
+            embedding_keys=[], tags=[], metadata=[], sensitivity=[], status=[],
         )  # fmt: skip
     cols = list(zip(*rows, strict=True))
     blobs = [None if b is None else bytes(b) for b in cols[16]]
@@ -104,11 +105,17 @@ def _columns(rows: list[Any], location: str) -> RecordColumns:
         has_embedding=has,
         embeddings=embeddings,
         passages=[passages_from_blob(b, dim, location) for b in cols[17]],
-        embedding_keys=[None if m is None else _embedding_key(m) for m in cols[18]],
+        embedding_keys=[_embedding_key(m) for m in cols[18]],
+        tags=list(cols[21]),
+        metadata=list(cols[18]),
+        sensitivity=list(cols[22]),
+        status=list(cols[23]),
     )
 
 
-def _embedding_key(metadata: str) -> str | None:
-    """``metadata[EMBEDDING_KEY]`` of a row whose metadata mentions it (few rows do)."""
+def _embedding_key(metadata: str | None) -> str | None:
+    """``metadata[EMBEDDING_KEY]`` of a row (parsed only where the metadata mentions it)."""
+    if metadata is None or EMBEDDING_KEY not in metadata:
+        return None
     key = json.loads(metadata).get(EMBEDDING_KEY)
     return key if isinstance(key, str) else None

@@ -1,0 +1,188 @@
+"""Each verb's parameters, defined once (docs/design/verbs-and-filters.md): name, the value's
+type at the wire, default, documentation, bounds and CLI spelling.
+
+The interfaces read this table instead of restating it: the HTTP service builds its request
+models (and so its OpenAPI schema) from it (``server/wire.py``), the Python clients serialise by
+it (``client/wire.py``), the CLI adds its flags from it (``cli/arguments.py``), the MCP tools take
+its descriptions. ``Memory`` keeps explicit, typed signatures for readers and type checkers;
+``tests/test_interfaces.py`` fails when any of the five drifts from this table. Values, not code
+generation: nothing here runs at import time but building the table.
+
+A parameter's ``value`` is its JSON shape (``str``, ``int``, ``float``, ``bool``, ``datetime`` —
+an instant with an offset —, ``list[str]``, ``dict[str, Any]``), optional when it may be
+``None``; the engine's own checks (``checks.py``, ``ReadOptions``) still validate every value,
+so each interface accepts exactly what the library accepts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, get_args
+
+from chronomem.config import PRESETS
+from chronomem.model.record import Kind, Status
+
+__all__ = ["MAX_K", "PARAMS", "RANK_BY", "VERBS", "Param", "RankBy", "params"]
+
+RankBy = Literal["score", "similarity"]
+RANK_BY: tuple[str, ...] = get_args(RankBy)
+#: The most hits one read returns over HTTP (a library read has no such bound).
+MAX_K = 10_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Param:
+    """One parameter of one or more verbs.
+
+    Attributes:
+        name: the keyword, the same in every interface (a CLI flag spells it its own way).
+        value: its JSON shape at the wire (``X | None`` when it may be absent).
+        default: the default every interface states.
+        doc: what it does, in one sentence (help text, OpenAPI description).
+        bounds: JSON-schema bounds at the wire (pydantic ``Field`` keywords: ``ge``, ``le``).
+        choices: the allowed strings (an enumeration's values).
+        wire_choices: the HTTP schema lists the choices (``False``: any string reaches the
+            engine, which refuses others as the library does — presets, a ``ConfigError``).
+        flag: the CLI's spelling (``"--as-of"``, ``"-k"``); ``None``: not a CLI flag.
+        repeat: the flag is given once per item (``--agent a --agent b``).
+        negated: a flag that turns a default-true option off (``--no-touch`` for ``touch``).
+    """
+
+    name: str
+    value: Any
+    default: Any = None
+    doc: str
+    bounds: Mapping[str, Any] = field(default_factory=dict)
+    choices: tuple[str, ...] | None = None
+    wire_choices: bool = True
+    flag: str | None = None
+    repeat: bool = False
+    negated: bool = False
+
+    @property
+    def dest(self) -> str:
+        """The attribute argparse stores the flag's value under."""
+        assert self.flag is not None
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+_INSTANT = "ISO 8601 with a timezone offset"
+_KINDS = tuple(k.value for k in Kind)
+
+#: Every parameter of the verbs below, by name.
+PARAMS: dict[str, Param] = {
+    p.name: p
+    for p in (
+        Param(name="agent", value=str | None, doc="whose memories: one agent"),
+        Param(
+            name="agents", value=list[str] | None, flag="--agent", repeat=True,
+            doc="whose memories (default: every agent of the space)",
+        ),
+        Param(
+            name="k", value=int | None, bounds={"ge": 1, "le": MAX_K}, flag="-k",
+            doc=f"how many hits (default: the preset's, 10; at most {MAX_K:,} over HTTP)",
+        ),
+        Param(
+            name="as_of", value=datetime | None, flag="--as-of",
+            doc=f"evaluate at this instant (default: now; {_INSTANT})",
+        ),
+        Param(
+            name="touch", value=bool, default=True, flag="--no-touch", negated=True,
+            doc="stamp the returned records as accessed at as_of (false: read-only)",
+        ),
+        Param(
+            name="explain", value=bool, default=False, flag="--explain",
+            doc="attach each hit's score breakdown",
+        ),
+        Param(
+            name="kinds", value=list[str] | None, choices=_KINDS, flag="--kind", repeat=True,
+            doc="only records of these kinds",
+        ),
+        Param(
+            name="include_history", value=bool, default=False, flag="--include-history",
+            doc="closed and superseded records too",
+        ),
+        Param(
+            name="valid_at", value=datetime | None, flag="--valid-at",
+            doc=f"the world-time instant for validity windows (default: as_of; {_INSTANT})",
+        ),
+        Param(
+            name="preset", value=str | None, choices=tuple(sorted(PRESETS)), wire_choices=False,
+            flag="--preset",
+            doc="the scoring preset of this read (default: the handle's)",
+        ),
+        Param(
+            name="crisis", value=str | None, flag="--crisis",
+            doc="an event id: a causal (TCMF) read lifting records tied to its causes",
+        ),
+        Param(
+            name="asker", value=str | None, flag="--asker",
+            doc="who asks (a transcript speaker): first-person queries favour their lines",
+        ),
+        Param(
+            name="dedup", value=bool, default=True, flag="--no-dedup", negated=True,
+            doc="a multi-agent read collapses records of equal text into one hit listing "
+            "every holder (false: each record its own hit)",
+        ),
+        Param(
+            name="rank_by", value=str, default="score", choices=RANK_BY, flag="--rank-by",
+            doc="order hits by chronomem's score, or by their raw cosine to the query (as "
+            "vector stores do; records without a vector last)",
+        ),
+        Param(
+            name="filter", value=dict[str, Any] | None, flag="--filter",
+            doc="only records this filter selects, e.g. {\"tags\": \"billing\"} or "
+            "{\"metadata.user\": {\"$in\": [\"ana\", \"ben\"]}} (docs/filters.md)",
+        ),
+        Param(
+            name="sequential", value=bool | None,
+            doc="recall-many touches after each query (default: the preset's choice)",
+        ),
+        # -- listings and bulk changes
+        Param(name="domain", value=str | None, flag="--domain", doc="only records of this domain"),
+        Param(
+            name="since", value=datetime | None, flag="--since",
+            doc=f"recorded at or after this instant ({_INSTANT})",
+        ),
+        Param(
+            name="until", value=datetime | None, flag="--until",
+            doc=f"recorded before this instant ({_INSTANT})",
+        ),
+        Param(
+            name="limit", value=int, default=100, bounds={"ge": 1}, flag="--limit",
+            doc="a page of this many",
+        ),
+        Param(
+            name="offset", value=int, default=0, bounds={"ge": 0}, flag="--offset",
+            doc="skip this many (paging)",
+        ),
+        Param(
+            name="status", value=str | None, choices=tuple(s.value for s in Status),
+            flag="--state", doc="only records in this state at as_of: open, closed or superseded",
+        ),
+    )
+}  # fmt: skip
+
+_READ = (
+    "agent", "agents", "k", "as_of", "explain", "kinds", "include_history", "valid_at",
+    "preset", "crisis", "asker", "dedup", "rank_by", "filter",
+)  # fmt: skip
+
+#: Each verb's parameters from the table, in order (a verb's own positional arguments, such as
+#: ``recall``'s query, and its vectors are the verb's, not the table's).
+VERBS: dict[str, tuple[str, ...]] = {
+    "peek": _READ,
+    "recall": (*_READ, "touch"),
+    "recall_many": (*_READ, "touch", "sequential"),
+    "records": (
+        "agent", "agents", "kinds", "domain", "include_history", "since", "until", "as_of",
+        "limit", "offset", "status", "filter",
+    ),
+}  # fmt: skip
+
+
+def params(verb: str, *, without: tuple[str, ...] = ()) -> tuple[Param, ...]:
+    """The table's parameters of ``verb`` (those named in ``without`` left out)."""
+    return tuple(PARAMS[name] for name in VERBS[verb] if name not in without)

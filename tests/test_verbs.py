@@ -1,0 +1,76 @@
+"""The verb table (``chronomem/verbs.py``) against what it feeds: the library's signatures must
+state its names and defaults, and the HTTP models and CLI flags built from it must carry its
+descriptions, defaults and bounds. ``test_interfaces.py`` then pins the five interfaces against
+the library."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+from typing import Any
+
+import pytest
+
+from chronomem import Memory
+from chronomem.cli.main import build_parser
+from chronomem.server import wire
+from chronomem.verbs import PARAMS, VERBS, params
+
+MODELS = {"peek": wire.PeekIn, "recall": wire.RecallIn, "recall_many": wire.RecallManyIn}
+COMMANDS = {"recall": "recall", "records": "list"}
+# Where the CLI shows less than the library (a page a terminal holds: docs/cli.md).
+CLI_DEFAULTS = {("records", "limit"): 20}
+
+
+@pytest.mark.parametrize("verb", sorted(VERBS))
+def test_the_library_states_the_tables_parameters(verb: str) -> None:
+    signature = inspect.signature(getattr(Memory, verb)).parameters
+    for p in params(verb):
+        assert p.name in signature, f"Memory.{verb} lacks {p.name}"
+        assert signature[p.name].default == p.default, f"Memory.{verb}({p.name}=...)"
+        assert signature[p.name].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+@pytest.mark.parametrize("verb", sorted(MODELS))
+def test_the_http_models_are_the_tables(verb: str) -> None:
+    fields = MODELS[verb].model_fields
+    schema = MODELS[verb].model_json_schema()["properties"]
+    for p in params(verb):
+        assert fields[p.name].default == p.default
+        assert fields[p.name].description == p.doc
+        bounds = {"ge": "minimum", "le": "maximum"}
+        for key, value in p.bounds.items():
+            shown = schema[p.name].get("anyOf", [schema[p.name]])[0]
+            assert shown[bounds[key]] == value, (verb, p.name, key)
+        if p.choices is not None and p.wire_choices:
+            shown = schema[p.name].get("anyOf", [schema[p.name]])[0]
+            listed = shown.get("items", shown).get("enum")
+            assert listed == list(p.choices), (verb, p.name)
+
+
+def _actions(command: str) -> dict[str, argparse.Action]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {a.dest: a for a in sub.choices[command]._actions}
+
+
+@pytest.mark.parametrize("verb", sorted(COMMANDS))
+def test_the_cli_flags_are_the_tables(verb: str) -> None:
+    actions = _actions(COMMANDS[verb])
+    for p in params(verb):
+        if p.flag is None:
+            assert p.name not in actions or p.name == "agent"
+            continue
+        action = actions[p.name]
+        assert p.flag in action.option_strings
+        assert action.help == p.doc
+        assert action.default == CLI_DEFAULTS.get((verb, p.name), p.default)
+        if p.choices is not None:
+            assert list(action.choices or ()) == list(p.choices)
+
+
+def test_every_table_parameter_belongs_to_a_verb() -> None:
+    used = {name for names in VERBS.values() for name in names}
+    assert used <= set(PARAMS)
+    unused: set[Any] = set(PARAMS) - used
+    assert not unused, f"parameters no verb takes: {sorted(unused)}"
