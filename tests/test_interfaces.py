@@ -111,6 +111,13 @@ VERBS: dict[str, Row] = {
     "forget": Row(client="forget", http="POST /records/{record_id}/forget", mcp="forget",
                   cli="forget"),
     "scrub": Row(client="scrub", http="POST /scrub", cli="scrub"),
+    # changes by filter
+    "close_where": Row(client="close_where", http="POST /records/close-where",
+                       cli="close-where"),
+    "verify_where": Row(client="verify_where", http="POST /records/verify-where",
+                        cli="verify-where"),
+    "forget_where": Row(client="forget_where", http="POST /records/forget-where",
+                        cli="forget-where"),
     # reads
     "recall": Row(client="recall", http="POST /recall", mcp="recall", cli="recall"),
     "peek": Row(client="peek", http="POST /peek", cli=Via("recall", "touch")),  # --no-touch
@@ -269,6 +276,10 @@ MCP_CORRECT = (
 MCP_CONTEXT = (
     "sized for a model's context (docs/agents.md 'Bounds'): k 1..50 (recall: 8 by default), "
     "context budgeted at 3,000 tokens (50..8,000) by default"
+)
+OPERATOR_ONLY = (
+    "changes by filter are an operator's (a curator, an erasure request), never a model's: one "
+    "call could close or purge a whole memory (docs/filters.md)"
 )
 NOT_A_TOOL = "not an MCP tool: the tools are an agent's own reads and memory edits (docs/agents.md)"
 LABEL_FILTER = "one block's label: a filter of the answer (mcp_server.py, cli/curation.py)"
@@ -449,6 +460,9 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
     ("review", "mcp", "config"): PYTHON_VALUE,
     # -- MCP: verbs that are no tool
     ("remember_many", "mcp", ALL): NOT_A_TOOL,
+    ("close_where", "mcp", ALL): OPERATOR_ONLY,
+    ("verify_where", "mcp", ALL): OPERATOR_ONLY,
+    ("forget_where", "mcp", ALL): OPERATOR_ONLY,
     ("records", "mcp", ALL): NOT_A_TOOL,
     ("get_many", "mcp", ALL): NOT_A_TOOL,
     ("dependants", "mcp", ALL): NOT_A_TOOL,

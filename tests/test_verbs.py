@@ -17,7 +17,10 @@ from chronomem.server import wire
 from chronomem.verbs import PARAMS, VERBS, params
 
 MODELS = {"peek": wire.PeekIn, "recall": wire.RecallIn, "recall_many": wire.RecallManyIn}
-COMMANDS = {"recall": "recall", "records": "list"}
+COMMANDS = {
+    "recall": "recall", "records": "list", "close_where": "close-where",
+    "verify_where": "verify-where", "forget_where": "forget-where",
+}  # fmt: skip
 # Where the CLI shows less than the library (a page a terminal holds: docs/cli.md).
 CLI_DEFAULTS = {("records", "limit"): 20}
 
@@ -27,8 +30,13 @@ def test_the_library_states_the_tables_parameters(verb: str) -> None:
     signature = inspect.signature(getattr(Memory, verb)).parameters
     for p in params(verb):
         assert p.name in signature, f"Memory.{verb} lacks {p.name}"
-        assert signature[p.name].default == p.default, f"Memory.{verb}({p.name}=...)"
-        assert signature[p.name].kind is inspect.Parameter.KEYWORD_ONLY
+        given = signature[p.name]
+        if given.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
+            # a verb's own subject (a change by filter's filter): required, never defaulted
+            assert given.default is inspect.Parameter.empty, f"Memory.{verb}({p.name})"
+            continue
+        assert given.default == p.default, f"Memory.{verb}({p.name}=...)"
+        assert given.kind is inspect.Parameter.KEYWORD_ONLY
 
 
 @pytest.mark.parametrize("verb", sorted(MODELS))
@@ -65,6 +73,7 @@ def test_the_cli_flags_are_the_tables(verb: str) -> None:
         assert p.flag in action.option_strings
         assert action.help == p.doc
         assert action.default == CLI_DEFAULTS.get((verb, p.name), p.default)
+        assert action.required == (verb.endswith("_where") and p.name == "filter")
         if p.choices is not None:
             assert list(action.choices or ()) == list(p.choices)
 

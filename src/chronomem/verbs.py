@@ -162,6 +162,14 @@ PARAMS: dict[str, Param] = {
             name="status", value=str | None, choices=tuple(s.value for s in Status),
             flag="--state", doc="only records in this state at as_of: open, closed or superseded",
         ),
+        Param(
+            name="dry_run", value=bool, default=False, flag="--dry-run",
+            doc="list what would change and change nothing",
+        ),
+        Param(
+            name="purge", value=bool, default=False, flag="--purge",
+            doc="scrub the bytes from the files too (needs an admin key over HTTP)",
+        ),
     )
 }  # fmt: skip
 
@@ -180,6 +188,9 @@ VERBS: dict[str, tuple[str, ...]] = {
         "agent", "agents", "kinds", "domain", "include_history", "since", "until", "as_of",
         "limit", "offset", "status", "filter",
     ),
+    "close_where": ("filter", "agent", "agents", "dry_run"),
+    "verify_where": ("filter", "agent", "agents", "dry_run"),
+    "forget_where": ("filter", "agent", "agents", "purge", "dry_run"),
 }  # fmt: skip
 
 

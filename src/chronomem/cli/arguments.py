@@ -110,16 +110,20 @@ def verb_flags(
     *,
     without: tuple[str, ...] = (),
     defaults: Mapping[str, Any] | None = None,
+    required: tuple[str, ...] = (),
 ) -> list[str]:
     """Add the flags of ``verb``'s parameters in the verb table (``chronomem/verbs.py``): each
     stored under the parameter's name, with its doc as help. ``defaults`` overrides a table
-    default where the CLI shows fewer (a terminal page). Returns the names added."""
+    default where the CLI shows fewer (a terminal page); ``required`` names the flags the
+    command cannot go without (a change by filter's ``--filter``). Returns the names added."""
     added = []
     for param in params(verb, without=without):
         if param.flag is None:
             continue
         default = (defaults or {}).get(param.name, param.default)
         kwargs: dict[str, Any] = {"dest": param.name, "help": param.doc, "default": default}
+        if param.name in required:
+            kwargs["required"] = True
         shape = next((a for a in get_args(param.value) if a is not type(None)), param.value)
         if shape is bool:
             kwargs["action"] = "store_false" if param.negated else "store_true"

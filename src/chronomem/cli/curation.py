@@ -1,17 +1,20 @@
 """The CLI's commands about curating an agent's memory: core memory blocks (``core``), review
-proposals (``review``, ``approve``, ``reject``) and the access log."""
+proposals (``review``, ``approve``, ``reject``), the access log, and changes by filter
+(``close-where``, ``verify-where``, ``forget-where``)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING
 
+from chronomem.cli.arguments import verb_arguments
 from chronomem.cli.commands import print_result
 from chronomem.cli.host import invocation
 from chronomem.cli.render import print_json, short_time
 from chronomem.cli.settings import Settings, open_memory
 
 if TYPE_CHECKING:
+    from chronomem.model.audit import BulkResult
     from chronomem.model.review import Proposal
 
 __all__: list[str] = []
@@ -110,3 +113,28 @@ def access_log_command(args: argparse.Namespace, cfg: Settings) -> int:
     if not found:
         print("no reads logged (is the access log on? chronomem access-log on)")
     return 0
+
+
+def where_command(args: argparse.Namespace, cfg: Settings) -> int:
+    """``close-where``, ``verify-where`` and ``forget-where``: the verb ``args.verb`` names."""
+    extra = {"reason": args.reason, "actor": cfg.actor}
+    if args.verb == "close_where":
+        extra["valid_until"] = args.valid_until
+    with open_memory(cfg, writes=not args.dry_run) as mem:
+        result = getattr(mem, args.verb)(**extra, **verb_arguments(args, args.verb))
+    print_result(args, result, lambda: _print_bulk(result))
+    return 0
+
+
+def _print_bulk(result: BulkResult) -> None:
+    done = {"close": "closed", "verify": "verified", "forget": "forgotten"}[result.action]
+    count = len(result.record_ids)
+    head = f"would be {done}" if result.dry_run else done
+    print(f"{count} record{'s' if count != 1 else ''} {head}")
+    purged = set(result.purged)
+    for record_id in result.record_ids:
+        print(f"  {record_id}{'  (purged)' if record_id in purged else ''}")
+    if result.flagged:
+        print(f"  flagged evidence_missing: {', '.join(result.flagged)}")
+    if result.remains:
+        print(f"  not yet physically erased: {result.remains}")

@@ -175,6 +175,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--purge", action="store_true", help="scrub the bytes from the files too")
     p.set_defaults(func=commands.forget_command)
 
+    for verb in ("close_where", "verify_where", "forget_where"):
+        name = verb.replace("_", "-")
+        action = name.removesuffix("-where")
+        p = sub.add_parser(
+            name, parents=[lifecycle], help=f"{action} every record a filter selects, at once"
+        )
+        verb_flags(p, verb, required=("filter",))
+        reason_flag(p, required=verb != "verify_where")
+        if verb == "close_where":
+            p.add_argument("--valid-until", type=instant, help="when they stopped applying")
+        p.set_defaults(func=curation.where_command, verb=verb)
+
     p = sub.add_parser(
         "scrub",
         parents=[common],

@@ -27,7 +27,7 @@ from chronomem.client.wire import (
 from chronomem.config import ScoringConfig
 from chronomem.context.block import ContextBlock
 from chronomem.errors import InvalidInputError
-from chronomem.model.audit import AuditEntry, ForgetResult, ScrubResult
+from chronomem.model.audit import AuditEntry, BulkResult, ForgetResult, ScrubResult
 from chronomem.model.core import DEFAULT_CORE_LIMIT, CoreBlock
 from chronomem.model.filter import FilterSpec
 from chronomem.model.record import Hit, Kind, Record, Sensitivity, Status, WriteResult
@@ -178,6 +178,51 @@ def forget(
     path = f"/records/{segment(record_id, 'record_id')}/forget"
     body = given(reason=require_text(reason, "reason"), purge=purge)
     return Call("POST", path, reader(ForgetResult), body)
+
+
+# -- changes by filter ---------------------------------------------------------------------------
+def _selection(
+    filter: FilterSpec, agent: str | None, agents: Sequence[str] | None
+) -> dict[str, Any]:
+    chosen = ReadOptions.from_arguments({"agent": agent, "agents": agents, "filter": filter})
+    if chosen.parsed_filter is None:
+        raise InvalidInputError("a change by filter needs a filter", field="filter")
+    return {"filter": chosen.parsed_filter.to_spec(), **given(agents=chosen.agents)}
+
+
+def close_where(
+    filter: FilterSpec, reason: str, *, agent: str | None = None,
+    agents: Sequence[str] | None = None, valid_until: datetime | None = None,
+    dry_run: bool = False, actor: str | None = None,
+) -> Call[BulkResult]:  # fmt: skip
+    """:meth:`chronomem.Memory.close_where`."""
+    body = {
+        **_selection(filter, agent, agents), "reason": require_text(reason, "reason"),
+        "dry_run": dry_run, **given(valid_until=optional_instant(valid_until, "valid_until")),
+    }  # fmt: skip
+    return Call("POST", "/records/close-where", reader(BulkResult), body)
+
+
+def verify_where(
+    filter: FilterSpec, *, agent: str | None = None, agents: Sequence[str] | None = None,
+    reason: str | None = None, dry_run: bool = False, actor: str | None = None,
+) -> Call[BulkResult]:  # fmt: skip
+    """:meth:`chronomem.Memory.verify_where`."""
+    body = {**_selection(filter, agent, agents), "dry_run": dry_run, **given(reason=reason)}
+    return Call("POST", "/records/verify-where", reader(BulkResult), body)
+
+
+def forget_where(
+    filter: FilterSpec, reason: str, *, agent: str | None = None,
+    agents: Sequence[str] | None = None, purge: bool = False, dry_run: bool = False,
+    actor: str | None = None,
+) -> Call[BulkResult]:  # fmt: skip
+    """:meth:`chronomem.Memory.forget_where` (a purge needs an admin key)."""
+    body = {
+        **_selection(filter, agent, agents), "reason": require_text(reason, "reason"),
+        "purge": purge, "dry_run": dry_run,
+    }  # fmt: skip
+    return Call("POST", "/records/forget-where", reader(BulkResult), body)
 
 
 # -- reads --------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from chronomem.engine.causal import CausalVerbs
 from chronomem.engine.handle import default_importance
 from chronomem.engine.reembed import ReembedReport
 from chronomem.engine.view import Vector
+from chronomem.engine.where import FilterVerbs
 from chronomem.engine.write import record_fields
 from chronomem.errors import ConfigError, EmbedderMismatchError
 from chronomem.llm.base import LLMClient
@@ -49,14 +50,16 @@ from chronomem.writing.calibration import Calibration, calibrate, calibration_ke
 __all__ = ["Memory"]
 
 
-class Memory(CausalVerbs):
+class Memory(CausalVerbs, FilterVerbs):
     """A memory engine over one store and one space.
 
     Open with :meth:`open`; use as a context manager or call :meth:`close`. Each public call holds
     an internal lock, so a handle may be shared between threads; several processes may open the
     same store. The read-only verbs (``peek``, ``get``, ``history``, ``audit``, ``ancestors``,
     ``export``, ...) come from :class:`~chronomem.engine.view.MemoryView`, the causal graph's
-    writes and context blocks from :class:`~chronomem.engine.causal.CausalVerbs`.
+    writes and context blocks from :class:`~chronomem.engine.causal.CausalVerbs`, the changes by
+    filter (``close_where``, ``verify_where``, ``forget_where``) from
+    :class:`~chronomem.engine.where.FilterVerbs`.
     """
 
     # -- writes (DESIGN §3) ---------------------------------------------------------------

@@ -9,7 +9,7 @@ from typing import Any
 
 from chronomem.model.record import Status
 
-__all__ = ["AuditEntry", "Closure", "ForgetResult", "ScrubResult"]
+__all__ = ["AuditEntry", "BulkResult", "Closure", "ForgetResult", "ScrubResult"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,6 +50,23 @@ class ForgetResult:
 
     record_id: str
     purged: bool
+    flagged: tuple[str, ...] = ()
+    scrubbed: bool = True
+    remains: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BulkResult:
+    """What a change by filter did (``close_where``, ``verify_where``, ``forget_where``), or
+    with ``dry_run`` what it would do, changing nothing: ``record_ids`` the records it selected
+    and changed, in one transaction; for ``forget``, ``purged`` those whose bytes were scrubbed
+    (``purge=True``, or secret and personal records), ``flagged`` the records citing a purged
+    one (now ``evidence_missing``), and ``scrubbed`` / ``remains`` as :class:`ForgetResult`'s."""
+
+    action: str
+    dry_run: bool
+    record_ids: tuple[str, ...]
+    purged: tuple[str, ...] = ()
     flagged: tuple[str, ...] = ()
     scrubbed: bool = True
     remains: str | None = None

@@ -29,12 +29,14 @@ __all__ = [
     "ClockIn",
     "ClockOut",
     "CloseIn",
+    "CloseWhereIn",
     "CoreAppendIn",
     "CoreReplaceIn",
     "ContextIn",
     "EventIn",
     "FeedbackIn",
     "ForgetIn",
+    "ForgetWhereIn",
     "LinkIn",
     "PeekIn",
     "ReadIn",
@@ -46,6 +48,7 @@ __all__ = [
     "RememberIn",
     "SupersedeIn",
     "VerifyIn",
+    "VerifyWhereIn",
 ]
 
 
@@ -149,6 +152,27 @@ else:
         queries=(list[str], Field(max_length=MAX_QUERIES)),
         query_embeddings=(list[list[float] | None] | None, None),
         **fields_of([PARAMS["touch"], PARAMS["sequential"]]),
+    )  # fmt: skip
+
+
+if TYPE_CHECKING:
+    CloseWhereIn: TypeAlias = Any
+    VerifyWhereIn: TypeAlias = Any
+    ForgetWhereIn: TypeAlias = Any
+else:
+    _Required = {"filter": (dict[str, Any], Field(description=PARAMS["filter"].doc))}
+    CloseWhereIn = create_model(
+        "CloseWhereIn", __base__=_In, **_Required, reason=(str, ...),
+        valid_until=(AwareDatetime | None, None),
+        **fields_of(params("close_where", without=("filter",))),
+    )  # fmt: skip
+    VerifyWhereIn = create_model(
+        "VerifyWhereIn", __base__=_In, **_Required, reason=(str | None, None),
+        **fields_of(params("verify_where", without=("filter",))),
+    )  # fmt: skip
+    ForgetWhereIn = create_model(
+        "ForgetWhereIn", __base__=_In, **_Required, reason=(str, ...),
+        **fields_of(params("forget_where", without=("filter",))),
     )  # fmt: skip
 
 

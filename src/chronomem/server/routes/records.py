@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from chronomem.model.audit import AuditEntry, ForgetResult
+from chronomem.model.audit import AuditEntry, BulkResult, ForgetResult
 from chronomem.model.keys import Scope
 from chronomem.model.record import Kind, Record, Status, WriteResult
 from chronomem.server import wire
@@ -112,6 +112,31 @@ def register(v1: APIRouter, service: Service) -> None:
         return service.memory(space).forget(
             record_id, body.reason, purge=body.purge, actor=caller.actor
         )
+
+    # -- changes by filter (one transaction each) -------------------------------------------------
+    @v1.post("/records/close-where", tags=["lifecycle"])
+    def close_where(space: str, body: wire.CloseWhereIn, auth: Credentials) -> BulkResult:
+        caller = service.allow(auth, space, Scope.WRITE)
+        return service.memory(space).close_where(
+            body.filter, body.reason, agent=body.agent, agents=body.agents,
+            valid_until=body.valid_until, dry_run=body.dry_run, actor=caller.actor,
+        )  # fmt: skip
+
+    @v1.post("/records/verify-where", tags=["lifecycle"])
+    def verify_where(space: str, body: wire.VerifyWhereIn, auth: Credentials) -> BulkResult:
+        caller = service.allow(auth, space, Scope.WRITE)
+        return service.memory(space).verify_where(
+            body.filter, agent=body.agent, agents=body.agents, reason=body.reason,
+            dry_run=body.dry_run, actor=caller.actor,
+        )  # fmt: skip
+
+    @v1.post("/records/forget-where", tags=["lifecycle"])
+    def forget_where(space: str, body: wire.ForgetWhereIn, auth: Credentials) -> BulkResult:
+        caller = service.allow(auth, space, Scope.ADMIN if body.purge else Scope.WRITE)
+        return service.memory(space).forget_where(
+            body.filter, body.reason, agent=body.agent, agents=body.agents, purge=body.purge,
+            dry_run=body.dry_run, actor=caller.actor,
+        )  # fmt: skip
 
     @v1.get("/audit", tags=["lifecycle"])
     def audit(space: str, auth: Credentials) -> list[AuditEntry]:
