@@ -16,9 +16,13 @@ from chronomem.cli.main import build_parser
 from chronomem.server import wire
 from chronomem.verbs import PARAMS, VERBS, params
 
-MODELS = {"peek": wire.PeekIn, "recall": wire.RecallIn, "recall_many": wire.RecallManyIn}
+MODELS = {
+    "peek": wire.PeekIn, "recall": wire.RecallIn, "recall_many": wire.RecallManyIn,
+    "context": wire.ContextIn, "close_where": wire.CloseWhereIn,
+    "verify_where": wire.VerifyWhereIn, "forget_where": wire.ForgetWhereIn,
+}  # fmt: skip
 COMMANDS = {
-    "recall": "recall", "records": "list", "close_where": "close-where",
+    "recall": "recall", "records": "list", "context": "context", "close_where": "close-where",
     "verify_where": "verify-where", "forget_where": "forget-where",
 }  # fmt: skip
 # Where the CLI shows less than the library (a page a terminal holds: docs/cli.md).
@@ -44,7 +48,10 @@ def test_the_http_models_are_the_tables(verb: str) -> None:
     fields = MODELS[verb].model_fields
     schema = MODELS[verb].model_json_schema()["properties"]
     for p in params(verb):
-        assert fields[p.name].default == p.default
+        if verb.endswith("_where") and p.name == "filter":
+            assert fields[p.name].is_required()  # a change by filter needs one
+        else:
+            assert fields[p.name].default == p.default
         assert fields[p.name].description == p.doc
         bounds = {"ge": "minimum", "le": "maximum"}
         for key, value in p.bounds.items():

@@ -137,6 +137,11 @@ PARAMS: dict[str, Param] = {
             "{\"metadata.user\": {\"$in\": [\"ana\", \"ben\"]}} (docs/filters.md)",
         ),
         Param(
+            name="session", value=str | None, flag="--session",
+            doc="only records of this session (conversation, thread, run); default: every "
+            "session's",
+        ),
+        Param(
             name="sequential", value=bool | None,
             doc="recall-many touches after each query (default: the preset's choice)",
         ),
@@ -175,7 +180,7 @@ PARAMS: dict[str, Param] = {
 
 _READ = (
     "agent", "agents", "k", "as_of", "explain", "kinds", "include_history", "valid_at",
-    "preset", "crisis", "asker", "dedup", "rank_by", "filter",
+    "preset", "crisis", "asker", "dedup", "rank_by", "filter", "session",
 )  # fmt: skip
 
 #: Each verb's parameters from the table, in order (a verb's own positional arguments, such as
@@ -186,8 +191,9 @@ VERBS: dict[str, tuple[str, ...]] = {
     "recall_many": (*_READ, "touch", "sequential"),
     "records": (
         "agent", "agents", "kinds", "domain", "include_history", "since", "until", "as_of",
-        "limit", "offset", "status", "filter",
+        "limit", "offset", "status", "filter", "session",
     ),
+    "context": ("filter", "session"),
     "close_where": ("filter", "agent", "agents", "dry_run"),
     "verify_where": ("filter", "agent", "agents", "dry_run"),
     "forget_where": ("filter", "agent", "agents", "purge", "dry_run"),

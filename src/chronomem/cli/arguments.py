@@ -98,6 +98,7 @@ def record_fields(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--evidence", action="append", help="a cited record id (repeatable)")
     p.add_argument("--speaker", help="who said it: a name, or a role such as 'user'")
+    p.add_argument("--session", help="the conversation, thread or run it belongs to")
     p.add_argument(
         "--event", dest="event_id", help="the causal event this memory witnesses (event id)"
     )

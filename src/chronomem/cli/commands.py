@@ -58,7 +58,7 @@ def record_fields(args: argparse.Namespace) -> dict[str, Any]:
         "valid_from": args.valid_from, "valid_until": args.valid_until, "domain": args.domain,
         "tags": tags or None, "metadata": args.metadata, "evidence": args.evidence,
         "event_id": args.event_id, "kind": args.kind, "agent": args.agent,
-        "sensitivity": args.sensitivity, "speaker": args.speaker,
+        "sensitivity": args.sensitivity, "speaker": args.speaker, "session": args.session,
     }  # fmt: skip
     return {k: v for k, v in given.items() if v is not None}
 
@@ -256,6 +256,7 @@ def context_command(args: argparse.Namespace, cfg: Settings) -> int:
             as_of=args.as_of,
             touch=not args.no_touch,
             preset=args.preset,
+            **verb_arguments(args, "context"),
         )
     if args.json:
         print_json(block.to_dict())

@@ -228,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--as-of", type=instant)
     p.add_argument("--preset", choices=sorted(PRESETS))
     p.add_argument("--no-touch", action="store_true")
+    verb_flags(p, "context")
     p.set_defaults(func=commands.context_command)
 
     p = sub.add_parser("reflect", parents=[common], help="reflect with an LLM (cited insights)")

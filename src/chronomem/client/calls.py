@@ -55,8 +55,9 @@ def remember(
     metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
     event_id: str | None = None, supersedes: Sequence[str] = (),
     sensitivity: Sensitivity | str = Sensitivity.NORMAL, speaker: str | None = None,
-    embedding: Vector | None = None, passage_embeddings: Sequence[Vector] | None = None,
-    replace: bool = False, actor: str | None = None,
+    session: str | None = None, embedding: Vector | None = None,
+    passage_embeddings: Sequence[Vector] | None = None, replace: bool = False,
+    actor: str | None = None,
 ) -> Call[WriteResult]:  # fmt: skip
     """:meth:`chronomem.Memory.remember`. ``actor`` is the key's: the service audits as the key."""
     body = given(**{k: v for k, v in locals().items() if k not in {"actor", "replace"}})
@@ -67,11 +68,12 @@ def remember(
 
 def remember_many(
     items: Iterable[str | Mapping[str, Any]], *, agent: str | None = None,
-    kind: Kind | str | None = None, progress: bool = False, actor: str | None = None,
+    kind: Kind | str | None = None, session: str | None = None, progress: bool = False,
+    actor: str | None = None,
 ) -> Call[list[WriteResult]]:  # fmt: skip
     """:meth:`chronomem.Memory.remember_many`."""
     batch = [given(**item) for item in record_items(items)]
-    body = {"items": batch, **given(agent=agent, kind=kind)}
+    body = {"items": batch, **given(agent=agent, kind=kind, session=session)}
     return Call("POST", "/records/batch", reader(list[WriteResult]), body)
 
 
@@ -81,10 +83,18 @@ def records(
     include_history: bool = False, since: datetime | None = None,
     until: datetime | None = None, as_of: datetime | None = None, limit: int = 100,
     offset: int = 0, status: Status | str | None = None, filter: FilterSpec | None = None,
+        session: str | None = None,
 ) -> Call[list[Record]]:  # fmt: skip
     """:meth:`chronomem.Memory.records`."""
     options = ReadOptions.from_arguments(
-        {"agent": agent, "agents": agents, "kinds": kinds, "as_of": as_of, "filter": filter}
+        {
+            "agent": agent,
+            "agents": agents,
+            "kinds": kinds,
+            "as_of": as_of,
+            "filter": filter,
+            "session": session,
+        }
     )
     params: dict[str, Any] = {
         "agent": list(options.agents or ()), "kind": sorted(map(str, options.kinds or ())),
@@ -100,8 +110,10 @@ def records(
         params["domain"] = require_text(domain, "domain")
     if status is not None:
         params["status"] = to_enum(Status, status, "status").value
-    if options.parsed_filter is not None:
-        params["filter"] = json.dumps(options.parsed_filter.to_spec())
+    if options.where is not None:
+        params["filter"] = json.dumps(options.where.to_spec())
+    if options.session is not None:
+        params["session"] = options.session
     return Call("GET", "/records", reader(list[Record]), params=params)
 
 
@@ -130,7 +142,7 @@ def supersede(
     domain: str | None = None, tags: Sequence[str] | None = None,
     metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
     event_id: str | None = None, sensitivity: Sensitivity | str | None = None,
-    speaker: str | None = None,
+    speaker: str | None = None, session: str | None = None,
     embedding: Vector | None = None, passage_embeddings: Sequence[Vector] | None = None,
 ) -> Call[WriteResult]:  # fmt: skip
     """:meth:`chronomem.Memory.supersede`. Several old records: the first is the path's, the
@@ -233,7 +245,7 @@ def recall(
     kinds: Iterable[Kind | str] | None = None, include_history: bool = False,
     valid_at: datetime | None = None, preset: str | ScoringConfig | None = None,
     crisis: str | None = None, asker: str | None = None, dedup: bool = True,
-    rank_by: RankBy = "score", filter: FilterSpec | None = None,
+    rank_by: RankBy = "score", filter: FilterSpec | None = None, session: str | None = None,
     options: ReadOptions | None = None,
 ) -> Call[list[Hit]]:  # fmt: skip
     """:meth:`chronomem.Memory.recall`."""
@@ -249,7 +261,8 @@ def peek(
     include_history: bool = False, valid_at: datetime | None = None,
     preset: str | ScoringConfig | None = None, crisis: str | None = None,
     asker: str | None = None, dedup: bool = True, rank_by: RankBy = "score",
-    filter: FilterSpec | None = None, options: ReadOptions | None = None,
+    filter: FilterSpec | None = None, session: str | None = None,
+    options: ReadOptions | None = None,
 ) -> Call[list[Hit]]:  # fmt: skip
     """:meth:`chronomem.Memory.peek`: never touches."""
     chosen = ReadOptions.from_arguments(locals())
@@ -265,7 +278,7 @@ def recall_many(
     include_history: bool = False, valid_at: datetime | None = None,
     preset: str | ScoringConfig | None = None, sequential: bool | None = None,
     crisis: str | None = None, asker: str | None = None, dedup: bool = True,
-    rank_by: RankBy = "score", filter: FilterSpec | None = None,
+    rank_by: RankBy = "score", filter: FilterSpec | None = None, session: str | None = None,
     options: ReadOptions | None = None,
 ) -> Call[list[list[Hit]]]:  # fmt: skip
     """:meth:`chronomem.Memory.recall_many`."""
@@ -286,12 +299,15 @@ def context(
     query: str | None = None, *, agent: str | None = None, agents: Sequence[str] | None = None,
     crisis: str | None = None, k: int = 12, budget_tokens: int | None = None,
     as_of: datetime | None = None, touch: bool = True,
-    preset: str | ScoringConfig | None = None,
+    preset: str | ScoringConfig | None = None, filter: FilterSpec | None = None,
+    session: str | None = None,
 ) -> Call[ContextBlock]:  # fmt: skip
     """:meth:`chronomem.Memory.context` (tokens are counted by the server's default counter)."""
+    scope = ReadOptions.from_arguments({"filter": filter, "session": session})
     body = given(
         query=query, agent=agent, agents=agents, crisis=crisis, k=k,
         budget_tokens=budget_tokens, as_of=as_of, touch=touch, preset=preset_name(preset),
+        filter=None if scope.where is None else scope.where.to_spec(), session=scope.session,
     )  # fmt: skip
     return Call("POST", "/context", reader(ContextBlock), body)
 

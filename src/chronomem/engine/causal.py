@@ -26,6 +26,7 @@ from chronomem.engine import graph, read
 from chronomem.engine.view import MemoryView, Vector
 from chronomem.errors import InvalidInputError
 from chronomem.model.event import Event, EventKind, Link, Provenance
+from chronomem.model.filter import FilterSpec
 from chronomem.retrieval.options import ReadOptions
 
 __all__ = ["CausalVerbs"]
@@ -125,8 +126,8 @@ class CausalVerbs(MemoryView):
         self, query: str | None = None, *, agent: str | None = None,
         agents: Sequence[str] | None = None, crisis: str | None = None, k: int = 12,
         budget_tokens: int | None = None, as_of: datetime | None = None, touch: bool = True,
-        preset: str | ScoringConfig | None = None,
-        count_tokens: TokenCounter = approximate_tokens,
+        preset: str | ScoringConfig | None = None, filter: FilterSpec | None = None,
+        session: str | None = None, count_tokens: TokenCounter = approximate_tokens,
     ) -> ContextBlock:  # fmt: skip
         """A prompt-ready block: the question, the ranked evidence (holders, date, importance,
         id, lifecycle markers) and, with a ``crisis``, the causal chain from root to crisis with
@@ -134,8 +135,9 @@ class CausalVerbs(MemoryView):
 
         ``budget_tokens`` caps the text (counted by ``count_tokens``): the lowest-ranked
         evidence and the causes farthest from the crisis are dropped first, the proximate causes
-        last. With an empty ``query`` the crisis's text is the question. ``touch`` as in
-        :meth:`recall`.
+        last. With an empty ``query`` the crisis's text is the question. ``touch``, ``filter``
+        and ``session`` as in :meth:`recall` (a filter keeps the evidence; the causal chain is
+        the crisis's).
         """
         if budget_tokens is not None:
             positive_int(budget_tokens, "budget_tokens")

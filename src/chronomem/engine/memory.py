@@ -71,8 +71,9 @@ class Memory(CausalVerbs, FilterVerbs):
         metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
         event_id: str | None = None, supersedes: Sequence[str] = (),
         sensitivity: Sensitivity | str = Sensitivity.NORMAL, speaker: str | None = None,
-        embedding: Vector | None = None, passage_embeddings: Sequence[Vector] | None = None,
-        replace: bool = False, actor: str | None = None,
+        session: str | None = None, embedding: Vector | None = None,
+        passage_embeddings: Sequence[Vector] | None = None, replace: bool = False,
+        actor: str | None = None,
     ) -> WriteResult:  # fmt: skip
         """Store one record and return a :class:`WriteResult`.
 
@@ -92,6 +93,8 @@ class Memory(CausalVerbs, FilterVerbs):
         it (a name, or a role such as ``user``): the model and the full-text index read the text
         with the speaker named, and questions about what someone said find it, as they find a
         transcript line ``"Name: words"`` or a line of prose ``'Name said, "words"'``.
+        ``session`` names the conversation, thread or run it belongs to: reads can keep to one
+        (``recall(..., session=...)``) or span them all (the default).
 
         Raises:
             InvalidInputError: bad input; nothing is written.
@@ -106,17 +109,19 @@ class Memory(CausalVerbs, FilterVerbs):
         *,
         agent: str | None = None,
         kind: Kind | str | None = None,
+        session: str | None = None,
         progress: bool = False,
         actor: str | None = None,
     ) -> list[WriteResult]:
         """Store many records in one transaction, embedding them in batches.
 
-        Each item is a text or a mapping of :meth:`remember`'s keyword arguments; ``agent`` and
-        ``kind`` apply to the items that do not set them. Evidence may cite earlier items of the
-        batch. All or nothing: on any invalid item nothing is written and the error names its
-        position. Items the write gate refuses come back with ``stored=False``.
+        Each item is a text or a mapping of :meth:`remember`'s keyword arguments; ``agent``,
+        ``kind`` and ``session`` apply to the items that do not set them. Evidence may cite
+        earlier items of the batch. All or nothing: on any invalid item nothing is written and
+        the error names its position. Items the write gate refuses come back with
+        ``stored=False``.
         """
-        batch = write.batch_items(items, {"agent": agent, "kind": kind})
+        batch = write.batch_items(items, {"agent": agent, "kind": kind, "session": session})
         actor, progress = optional_text(actor, "actor"), flag(progress, "progress")
         ready = write.embed_ahead(self._h, batch, progress=progress)  # outside the lock
         with self._call() as h:
@@ -210,7 +215,7 @@ class Memory(CausalVerbs, FilterVerbs):
         kinds: Iterable[Kind | str] | None = None, include_history: bool = False,
         valid_at: datetime | None = None, preset: str | ScoringConfig | None = None,
         crisis: str | None = None, asker: str | None = None, dedup: bool = True,
-        rank_by: RankBy = "score", filter: FilterSpec | None = None,
+        rank_by: RankBy = "score", filter: FilterSpec | None = None, session: str | None = None,
         options: ReadOptions | None = None,
     ) -> list[Hit]:  # fmt: skip
         """The top ``k`` records for ``query`` at ``as_of`` (default: now), best first (DESIGN
@@ -238,7 +243,7 @@ class Memory(CausalVerbs, FilterVerbs):
         include_history: bool = False, valid_at: datetime | None = None,
         preset: str | ScoringConfig | None = None, sequential: bool | None = None,
         crisis: str | None = None, asker: str | None = None, dedup: bool = True,
-        rank_by: RankBy = "score", filter: FilterSpec | None = None,
+        rank_by: RankBy = "score", filter: FilterSpec | None = None, session: str | None = None,
         options: ReadOptions | None = None,
     ) -> list[list[Hit]]:  # fmt: skip
         """Answer a batch of queries (one list of hits per query, in order), embedded in one
@@ -260,15 +265,16 @@ class Memory(CausalVerbs, FilterVerbs):
         domain: str | None = None, tags: Sequence[str] | None = None,
         metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
         event_id: str | None = None, sensitivity: Sensitivity | str | None = None,
-        speaker: str | None = None, embedding: Vector | None = None,
-        passage_embeddings: Sequence[Vector] | None = None,
+        speaker: str | None = None, session: str | None = None,
+        embedding: Vector | None = None, passage_embeddings: Sequence[Vector] | None = None,
     ) -> WriteResult:  # fmt: skip
         """Store ``text`` as the replacement of ``old_ids`` and close them, atomically: each
         old record is ``superseded`` by the new id at now, its world-time window ending where
         the new record's begins; it stays readable by id, in :meth:`history`, with
         ``include_history=True`` and at earlier ``as_of``. The new record takes
         :meth:`remember`'s fields; those left ``None`` come from the old records: agent, kind,
-        domain, importance, tags and metadata from the first, and the most sensitive of their
+        domain, importance, tags, metadata, speaker and session from the first, and the most
+        sensitive of their
         sensitivities (a ``personal`` record corrected stays ``personal``). ``tags=()`` and
         ``metadata={}`` clear them.
 

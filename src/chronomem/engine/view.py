@@ -221,6 +221,7 @@ class MemoryView:
         dedup: bool = True,
         rank_by: RankBy = "score",
         filter: FilterSpec | None = None,
+        session: str | None = None,
         options: ReadOptions | None = None,
     ) -> list[Hit]:
         """:meth:`recall` that never touches: strictly read-only (``options.touch`` is
@@ -350,6 +351,7 @@ class MemoryView:
         include_history: bool = False, since: datetime | None = None,
         until: datetime | None = None, as_of: datetime | None = None, limit: int = 100,
         offset: int = 0, status: Status | str | None = None, filter: FilterSpec | None = None,
+        session: str | None = None,
     ) -> list[Record]:  # fmt: skip
         """Browse without a query: the records a read at ``as_of`` (default now) would see —
         closed and superseded ones too with ``include_history`` — of these agents (default all),
@@ -360,7 +362,14 @@ class MemoryView:
         ``include_history``. ``filter`` keeps the records it selects (docs/filters.md).
         Read-only."""
         options = ReadOptions.from_arguments(
-            {"agent": agent, "agents": agents, "kinds": kinds, "as_of": as_of, "filter": filter}
+            {
+                "agent": agent,
+                "agents": agents,
+                "kinds": kinds,
+                "as_of": as_of,
+                "filter": filter,
+                "session": session,
+            }
         )
         window = (optional_instant(since, "since"), optional_instant(until, "until"))
         limit, offset = positive_int(limit, "limit"), positive_int(offset, "offset", minimum=0)

@@ -42,9 +42,9 @@ _SENSITIVITY = (Sensitivity.NORMAL, Sensitivity.PERSONAL, Sensitivity.SECRET)
 
 def inherited(olds: Sequence[Record]) -> dict[str, Any]:
     """The fields a replacement takes from the records it supersedes when it does not set them:
-    the first old record's agent, kind, domain, importance, tags, metadata and speaker, and the most
-    sensitive of the old records' sensitivities — a ``personal`` fact corrected stays
-    ``personal``, so forgetting it still purges it. World time (``occurred_at``, the validity
+    the first old record's agent, kind, domain, importance, tags, metadata, speaker and session,
+    and the most sensitive of the old records' sensitivities — a ``personal`` fact corrected
+    stays ``personal``, so forgetting it still purges it. World time (``occurred_at``, the validity
     window), evidence and the witnessed event describe the new statement and are not
     inherited."""
     first = olds[0]
@@ -56,6 +56,7 @@ def inherited(olds: Sequence[Record]) -> dict[str, Any]:
         "tags": list(first.tags),
         "metadata": dict(first.metadata),
         "speaker": first.speaker,
+        "session": first.session,
         "sensitivity": max((r.sensitivity for r in olds), key=_SENSITIVITY.index),
     }
 

@@ -62,7 +62,7 @@ _ENUMS: dict[str, type[StrEnum]] = {
 #: ``status`` is the lifecycle state at the read's instant (``as_of``), like ``records(status=)``.
 FIELDS: dict[str, Shape] = {
     "agent": Shape.TEXT, "kind": Shape.CODE, "domain": Shape.TEXT, "tags": Shape.LIST,
-    "speaker": Shape.TEXT, "event_id": Shape.TEXT, "sensitivity": Shape.CODE,
+    "speaker": Shape.TEXT, "session": Shape.TEXT, "event_id": Shape.TEXT, "sensitivity": Shape.CODE,
     "status": Shape.CODE, "importance": Shape.NUMBER, "feedback_score": Shape.NUMBER,
     "occurred_at": Shape.INSTANT, "recorded_at": Shape.INSTANT,
     "last_accessed_at": Shape.INSTANT, "last_verified_at": Shape.INSTANT,

@@ -81,7 +81,8 @@ class Record:
     ``superseded_at`` is the instant the record stopped being open, whether a successor replaced it
     (``status == "superseded"``, ``superseded_by`` set) or ``close()`` closed it. Closing also
     ends the world-time window (``valid_until``); ``valid_until_before`` keeps the end it had
-    before, so a read as of an earlier instant sees the window as it was then.
+    before, so a read as of an earlier instant sees the window as it was then. ``speaker`` is who
+    said it; ``session`` the conversation, thread or run it belongs to (``None``: none).
     """
 
     id: str
@@ -113,6 +114,7 @@ class Record:
     feedback_score: float = 0.0
     has_embedding: bool = False
     speaker: str | None = None
+    session: str | None = None
 
     @property
     def read_text(self) -> str:

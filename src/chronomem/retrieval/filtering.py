@@ -76,7 +76,9 @@ def _condition(a: AgentArrays, c: Condition, at: int) -> Mask:
     if field in ("occurred_at", "recorded_at", "last_accessed_at", *_OPEN_ENDS):
         return _instants(a, field, op, value)
     if field == "speaker":
-        return _speakers(a, op, value)
+        return _coded(*a.speakers(), op, _folded(value))
+    if field == "session":
+        return _coded(*a.sessions(), op, value)
     if field in ("domain", "event_id") and op in ("$eq", "$ne", "$in", "$nin", "$exists"):
         keys = a.domain_keys() if field == "domain" else a.event_keys()
         return _hashed(keys, op, value, domain_key if field == "domain" else _event_key)
@@ -146,11 +148,9 @@ def _micros(value: datetime | None, absent: int | None) -> int:
     return to_micros(value)
 
 
-def _speakers(a: AgentArrays, op: str, value: Any) -> Mask:
-    """Who says a record, as reads see it (its ``speaker``, or the name of a transcript or
-    prose line), compared case aside."""
-    codes, names = a.speakers()
-    value = _folded(value)
+def _coded(codes: npt.NDArray[np.int32], names: list[str], op: str, value: Any) -> Mask:
+    """A column of codes into names (-1: none): who says a record as reads see it (its
+    ``speaker``, or the name of a transcript or prose line, case-folded), its session."""
     if op == "$exists":
         exists: Mask = (codes >= 0) == value
         return exists

@@ -81,7 +81,7 @@ class AgentArrays:
     _F64_FIELDS = ("importance", "feedback_score")
     _OTHER_FIELDS = (
         "kind", "speaker", "language", "numbers", "has_embedding", "has_passages", "ids",
-        "sensitivity", "state",
+        "sensitivity", "state", "session",
     )  # fmt: skip
 
     def __init__(self, agent: str, dim: int | None, capacity: int = 16) -> None:
@@ -105,6 +105,9 @@ class AgentArrays:
         self.has_passages = np.zeros(cap, dtype=np.bool_)
         self.sensitivity = np.zeros(cap, dtype=np.int8)  # SENSITIVITY_CODES
         self.state = np.zeros(cap, dtype=np.int8)  # the stored status (STATUS_CODES)
+        # the session of each row as a code into session_names (-1: none), kept on append
+        self.session = np.zeros(cap, dtype=np.int32)
+        self.session_names: dict[str, int] = {}
         self.ids = np.empty(cap, dtype=_ID_DTYPE)
         self.emb: F32 | None = None if dim is None else np.zeros((cap, dim), dtype=np.float32)
         self.codes: Codes | None = None  # the int8 copy of emb, once a large read asked for it
@@ -253,6 +256,10 @@ class AgentArrays:
         self.language[at] = [language_code(cols.texts[i]) for i in rows]
         self.numbers[at] = [number_key(cols.texts[i]) for i in rows]
         self.sensitivity[at] = [SENSITIVITY_CODES[cols.sensitivity[i]] for i in rows]
+        held = self.session_names
+        self.session[at] = [
+            -1 if (s := cols.sessions[i]) is None else held.setdefault(s, len(held)) for i in rows
+        ]
         self.ids[at] = [cols.ids[i] for i in rows]
         for offset, i in enumerate(rows):
             self.position[cols.ids[i]] = start + offset
@@ -461,6 +468,10 @@ class AgentArrays:
         """Each row's speaker as a code into the returned names (-1: the text names none), from
         the ``"Name: words"`` convention of transcripts (:func:`chronomem.text.speaker`)."""
         return self.speaker[: self.n], list(self.speaker_names)
+
+    def sessions(self) -> tuple[npt.NDArray[np.int32], list[str]]:
+        """Each row's session as a code into the returned names (-1: none)."""
+        return self.session[: self.n], list(self.session_names)
 
     def key_contains(self, substring: str) -> npt.NDArray[np.bool_]:
         """Which embedding keys contain ``substring`` (case-sensitive, like the reference code);

@@ -21,7 +21,7 @@ from chronomem.checks import (
 )
 from chronomem.config import ScoringConfig, resolve_preset
 from chronomem.errors import InvalidInputError
-from chronomem.model.filter import Filter, FilterSpec, parse_filter
+from chronomem.model.filter import AllOf, Condition, Filter, FilterSpec, parse_filter
 from chronomem.model.record import Kind
 from chronomem.verbs import RANK_BY, RankBy
 
@@ -59,6 +59,8 @@ class ReadOptions:
             score). Scores are the same either way.
         filter: only records this filter selects are candidates (docs/filters.md; a mapping
             is parsed into a :data:`~chronomem.model.filter.Filter`), applied before scoring.
+        session: only records of this session (conversation, thread, run); ``None``: every
+            session's and those of none. The same as ``{"session": ...}`` in the filter.
     """
 
     agents: Sequence[str] | None = None
@@ -77,6 +79,7 @@ class ReadOptions:
     dedup: bool = True
     rank_by: RankBy = "score"
     filter: FilterSpec | None = None
+    session: str | None = None
 
     def __post_init__(self) -> None:
         put = object.__setattr__
@@ -99,6 +102,7 @@ class ReadOptions:
         put(self, "crisis", optional_text(self.crisis, "crisis"))
         put(self, "asker", optional_text(self.asker, "asker"))
         put(self, "actor", optional_text(self.actor, "actor"))
+        put(self, "session", optional_text(self.session, "session"))
         put(self, "filter", parse_filter(self.filter))
         if self.rank_by not in RANK_BY:
             raise InvalidInputError(
@@ -131,6 +135,15 @@ class ReadOptions:
         return whole
 
     @property
-    def parsed_filter(self) -> Filter | None:
-        """The filter, parsed (construction parses a mapping)."""
+    def where(self) -> Filter | None:
+        """The filter as given, parsed (construction parses a mapping)."""
         return self.filter  # type: ignore[return-value]
+
+    @property
+    def parsed_filter(self) -> Filter | None:
+        """The records the read may see: the filter and the session."""
+        where = self.where
+        if self.session is None:
+            return where
+        session = Condition("session", "$eq", self.session)
+        return session if where is None else AllOf((session, where))

@@ -33,8 +33,8 @@ from chronomem.retrieval.index import AgentArrays
 
 __all__ = ["Snapshot", "load", "own", "save"]
 
-# 2: the occurred_at column; 3: the language and numbers columns; 4: sensitivity, status, tags
-# and metadata (the filters' inputs)
+# 2: the occurred_at column; 3: the language and numbers columns; 4: sensitivity, status,
+# sessions, tags and metadata (the filters' inputs)
 _MAGIC = b"CHRMIDX\x04"
 _ALIGN = 64
 _SEP = "\x00"  # texts never hold NUL (chronomem.checks.check_text): it separates them
@@ -99,7 +99,12 @@ def save(
         if a.pemb is not None and a.pn:
             blocks.append((f"{k}.pemb", a.pemb[: a.pn]))
             blocks.append((f"{k}.powner", a.powner[: a.pn]))
-        described.append({"agent": a.agent, "n": n, "pn": a.pn, "speakers": list(a.speaker_names)})
+        described.append(
+            {
+                "agent": a.agent, "n": n, "pn": a.pn, "speakers": list(a.speaker_names),
+                "sessions": list(a.session_names),
+            }
+        )  # fmt: skip
     layout: list[dict[str, Any]] = []
     offsets: list[int] = []
     offset = 0
@@ -252,6 +257,7 @@ def _agent(
     for name in _OPTIONAL_TEXTS:
         setattr(a, name, _optional(block(f"has_{name}"), arrays[f"{k}.{name}"]))
     a.speaker_names = {name: code for code, name in enumerate(described["speakers"])}
+    a.session_names = {name: code for code, name in enumerate(described["sessions"])}
     if f"{k}.emb" in arrays:
         emb = block("emb")
         if emb.dtype != np.float32 or emb.ndim != 2 or emb.shape[1] != dim:

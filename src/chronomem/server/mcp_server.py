@@ -238,11 +238,16 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
         valid_until: Annotated[
             AwareDatetime | None, Field(description=f"when it stops applying; {_OFFSET}")
         ] = None,
+        session: Annotated[
+            str | None,
+            Field(description="the conversation or run it belongs to", max_length=100),
+        ] = None,
     ) -> dict[str, Any]:
         b = bind(ctx)
         result = b.memory.remember(
             text, agent=b.agent, kind=kind, importance=importance, occurred_at=occurred_at,
-            domain=domain, tags=tags or (), valid_until=valid_until, actor=b.actor,
+            domain=domain, tags=tags or (), valid_until=valid_until, session=session,
+            actor=b.actor,
         )  # fmt: skip
         return _written(result)
 
@@ -266,11 +271,14 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
         ] = None,
         explain: Annotated[bool, Field(description="include why each ranked where it did")] = False,
         filter: Annotated[dict[str, Any] | None, Field(description=PARAMS["filter"].doc)] = None,
+        session: Annotated[
+            str | None, Field(description=PARAMS["session"].doc, max_length=100)
+        ] = None,
     ) -> list[dict[str, Any]]:
         b = bind(ctx)
         hits = b.memory.recall(
             query, agent=b.agent, k=k, as_of=as_of, include_history=include_history,
-            kinds=kinds, explain=explain, filter=filter,
+            kinds=kinds, explain=explain, filter=filter, session=session,
         )  # fmt: skip
         limits = _budget([h.record.text for h in hits])
         return [_hit(h, limit) for h, limit in zip(hits, limits, strict=True)]

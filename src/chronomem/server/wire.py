@@ -101,6 +101,9 @@ class _NewRecord(_In):
     speaker: str | None = Field(
         default=None, description="who said it: a name, or a role such as 'user'", max_length=100
     )
+    session: str | None = Field(
+        default=None, description="the conversation, thread or run it belongs to", max_length=100
+    )
     embedding: list[float] | None = None
     passage_embeddings: list[list[float]] | None = Field(
         default=None,
@@ -125,6 +128,7 @@ class BatchIn(_In):
     items: list[RecordFields]
     agent: str | None = None
     kind: Kind | None = None
+    session: str | None = Field(default=None, description="for the items that set none")
 
 
 class SupersedeIn(_NewRecord):
@@ -218,7 +222,7 @@ class AutoLinkIn(_In):
     weight_scale: float = 0.5
 
 
-class ContextIn(_In):
+class _ContextIn(_In):
     query: str | None = None
     agent: str | None = None
     agents: list[str] | None = None
@@ -228,6 +232,12 @@ class ContextIn(_In):
     as_of: AwareDatetime | None = None
     touch: bool = True
     preset: str | None = None
+
+
+if TYPE_CHECKING:
+    ContextIn: TypeAlias = Any
+else:
+    ContextIn = create_model("ContextIn", __base__=_ContextIn, **fields_of(params("context")))
 
 
 class ReflectIn(_In):

@@ -103,6 +103,7 @@ class RecordColumns:
     metadata: list[str | None]
     sensitivity: list[str]
     status: list[str]
+    sessions: list[str | None]
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -191,4 +191,12 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        7,
+        "sessions: the conversation or run a record belongs to",
+        (
+            'ALTER TABLE records ADD COLUMN session TEXT COLLATE "C"',
+            "CREATE INDEX records_by_session ON records(space, session) WHERE session IS NOT NULL",
+        ),
+    ),
 )

@@ -239,4 +239,12 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        11,
+        "sessions: the conversation or run a record belongs to",
+        (
+            "ALTER TABLE records ADD COLUMN session TEXT",
+            "CREATE INDEX records_by_session ON records(space, session) WHERE session IS NOT NULL",
+        ),
+    ),
 )

@@ -148,6 +148,7 @@ def record_from_json(obj: dict[str, Any], *, space: str, dim: int | None) -> Sto
         feedback_score=number_in(obj.get("feedback_score", 0.0), "feedback_score", -1e9, 1e9),
         has_embedding=embedding is not None,
         speaker=optional_text(obj.get("speaker"), "speaker"),
+        session=optional_text(obj.get("session"), "session"),
     )
     return StoredRecord(
         record=record, embedding=embedding, passages=_passages_from_json(obj, embedding)

@@ -52,6 +52,7 @@ REMEMBER_FIELDS = frozenset(
         "event_id",
         "sensitivity",
         "speaker",
+        "session",
         "embedding",
         "passage_embeddings",
         "supersedes",
@@ -144,22 +145,24 @@ def _draft(
         event_id=event_id,
         sensitivity=to_enum(Sensitivity, item.get("sensitivity", "normal"), "sensitivity"),
         has_embedding=vector is not None,
-        speaker=_speaker(item.get("speaker")),
+        speaker=_label(item.get("speaker"), "speaker", "a name or a role"),
+        session=_label(item.get("session"), "session", "a conversation, thread or run id"),
     )
     return Draft(record, vector, supersedes, needs_importance, passages, replace)
 
 
-_MAX_SPEAKER_CHARS = 100
+_MAX_LABEL_CHARS = 100
 
 
-def _speaker(value: object) -> str | None:
-    """Who said it: a name or a role (``user``, ``assistant``), at most 100 characters."""
-    name = optional_text(value, "speaker")
-    if name is not None and (len(name) > _MAX_SPEAKER_CHARS or "\n" in name):
+def _label(value: object, field: str, what: str) -> str | None:
+    """A short label on one line: who said it (a name or a role such as ``user``), the session
+    it belongs to; at most 100 characters."""
+    name = optional_text(value, field)
+    if name is not None and (len(name) > _MAX_LABEL_CHARS or "\n" in name):
         raise InvalidInputError(
-            f"speaker is a name or a role on one line of at most {_MAX_SPEAKER_CHARS} characters; "
+            f"{field} is {what} on one line of at most {_MAX_LABEL_CHARS} characters; "
             f"got {shown(name)}",
-            field="speaker",
+            field=field,
         )
     return None if name is None else name.strip()
 

@@ -33,7 +33,7 @@ def register(v1: APIRouter, service: Service) -> None:
         caller = service.allow(auth, space, Scope.WRITE)
         items = [item.model_dump(exclude_unset=True) for item in body.items]
         return service.memory(space).remember_many(
-            items, agent=body.agent, kind=body.kind, actor=caller.actor
+            items, agent=body.agent, kind=body.kind, session=body.session, actor=caller.actor
         )
 
     @v1.get("/records", tags=["records"])
@@ -53,6 +53,7 @@ def register(v1: APIRouter, service: Service) -> None:
         filter: Annotated[
             str | None, Query(description="a filter as JSON: " + PARAMS["filter"].doc)
         ] = None,
+        session: Annotated[str | None, Query(description=PARAMS["session"].doc)] = None,
     ) -> list[Record]:
         """Browse without a query, newest first (``agent`` and ``kind`` repeat; ``status``:
         open, closed or superseded at ``as_of``)."""
@@ -61,7 +62,7 @@ def register(v1: APIRouter, service: Service) -> None:
             agents=agent, kinds=kind, domain=domain, include_history=include_history,
             since=instant(since, "since"), until=instant(until, "until"),
             as_of=instant(as_of), limit=limit, offset=offset, status=status,
-            filter=json_object(filter, "filter"),
+            filter=json_object(filter, "filter"), session=session,
         )  # fmt: skip
 
     @v1.get("/records/{record_id}", tags=["records"])

@@ -38,7 +38,7 @@ def load_columns(
         f" ELSE {us('valid_until_before')} END, {NEVER}),"
         f" domain, event_id, embedding, passages,"
         f" NULLIF(metadata, '{{}}'), {us('occurred_at')}, speaker, NULLIF(tags, '[]'),"
-        f" sensitivity, status FROM records"
+        f" sensitivity, status, session FROM records"
         f" WHERE space = ? AND agent IN ({marks(len(agents))})"
     )
     params: list[Any] = [space, *agents]
@@ -70,7 +70,7 @@ def _columns(rows: list[Any], location: str) -> RecordColumns:
             superseded_at=empty_i, feedback_score=np.empty(0, np.float64),
             valid_until_before=empty_i, domains=[], event_ids=[],
             has_embedding=np.empty(0, np.bool_), embeddings=None, passages=[],
-            embedding_keys=[], tags=[], metadata=[], sensitivity=[], status=[],
+            embedding_keys=[], tags=[], metadata=[], sensitivity=[], status=[], sessions=[],
         )  # fmt: skip
     cols = list(zip(*rows, strict=True))
     blobs = [None if b is None else bytes(b) for b in cols[16]]
@@ -110,6 +110,7 @@ def _columns(rows: list[Any], location: str) -> RecordColumns:
         metadata=list(cols[18]),
         sensitivity=list(cols[22]),
         status=list(cols[23]),
+        sessions=list(cols[24]),
     )
 
 

@@ -50,7 +50,7 @@ RECORD_COLUMNS = (
     "last_accessed_at", "last_verified_at", "valid_from", "valid_until", "status",
     "superseded_by", "superseded_at", "valid_until_before", "closed_reason", "supersedes",
     "domain", "tags", "metadata", "evidence", "depth", "event_id", "sensitivity",
-    "evidence_status", "feedback_score", "speaker",
+    "evidence_status", "feedback_score", "speaker", "session",
 )  # fmt: skip
 _INSTANTS = frozenset(
     {"occurred_at", "recorded_at", "last_accessed_at", "last_verified_at", "valid_from",
@@ -76,7 +76,7 @@ def _params(db: SQLBackend, r: Record) -> tuple[Any, ...]:
                 r.valid_until_before, r.closed_reason, json_text(list(r.supersedes)), r.domain,
                 json_text(list(r.tags)), json_text(dict(r.metadata)),
                 json_text(list(r.evidence)), r.depth, r.event_id, r.sensitivity.value,
-                r.evidence_status.value, float(r.feedback_score), r.speaker,
+                r.evidence_status.value, float(r.feedback_score), r.speaker, r.session,
             ),
             strict=True,
         )
@@ -116,6 +116,7 @@ def to_record(db: SQLBackend, row: Sequence[Any]) -> Record:
         feedback_score=float(v["feedback_score"]),
         has_embedding=bool(row[len(RECORD_COLUMNS)]),
         speaker=v["speaker"],
+        session=v["session"],
     )
 
 
