@@ -109,8 +109,10 @@ def test_forget_where_refuses_what_the_rest_depends_on_and_purges_when_asked(
     assert erased.flagged == (citing.id,)
     assert m.get(citing.id).evidence_status.value == "evidence_missing"
     assert m.records(filter={"metadata.user": "ana"}, include_history=True) == []
-    assert {e.action for e in m.audit() if e.record_id in ids["ana"]} == {"purge"}
-    assert all("ana note" not in json.dumps(e.detail) for e in m.audit())
+    purges = [e for e in m.audit() if e.record_id in ids["ana"]]
+    assert {e.action for e in purges} == {"purge"}
+    assert all(e.detail == {"filter_fields": ["metadata.user"]} for e in purges)
+    assert all("ana" not in json.dumps(e.detail) for e in purges)  # no value of the filter
     m.close()
 
 
@@ -182,3 +184,18 @@ def test_changes_by_filter_over_http_and_the_cli(
         run(capsys, "forget-where", "--db", str(db), "--reason", "x")
     assert usage.value.code == 2
     assert "--filter" in capsys.readouterr().err
+
+
+def test_open_records_outside_their_window_are_changed_too(db_path: Path, clock: SimClock) -> None:
+    clock.set(T0)
+    with Memory.open(db_path, embedder=None, clock=clock) as m:
+        m.remember(
+            "ended",
+            kind="fact",
+            valid_until=T0 - timedelta(days=1),
+            occurred_at=T0 - timedelta(days=2),
+        )
+        m.remember("not yet", kind="fact", valid_from=T0 + timedelta(days=1))
+        assert len(m.records(status="open")) == 2
+        assert len(m.verify_where({"kind": "fact"}).record_ids) == 2
+        assert len(m.close_where({"kind": "fact"}, "done").record_ids) == 2

@@ -262,6 +262,13 @@ def test_explain_names_the_filter_and_core_blocks_come_when_named(
         assert [r.kind.value for r in core] == ["core"]
 
 
+def _deep(levels: int) -> dict[str, Any]:
+    spec: dict[str, Any] = {"kind": "fact"}
+    for _ in range(levels):
+        spec = {"$not": spec}
+    return spec
+
+
 @pytest.mark.parametrize(
     ("spec", "where"),
     [
@@ -277,6 +284,10 @@ def test_explain_names_the_filter_and_core_blocks_come_when_named(
         ({"tags": {"$exists": "yes"}}, "filter.tags.$exists"),
         ({"metadata.a": {"$eq": {"b": 1}}}, "filter.metadata.a.$eq"),
         ([{"kind": "fact"}], "filter"),
+        ({"$not": {}}, "filter.$not"),
+        ({"$and": [{}]}, "filter.$and[0]"),
+        ({"$not": {"metadata": {}}}, "filter.$not"),
+        (_deep(40), "filter" + ".$not" * 33),
     ],
 )
 def test_a_bad_filter_names_its_part(spec: Any, where: str, db_path: Path) -> None:
@@ -304,6 +315,12 @@ def test_mem0_filters_map_onto_the_grammar() -> None:
             {"NOT": [{"run_id": "*"}]},
         ]
     }
+    assert from_mem0({"user_id": "ana", "agent_id": "bot"}) == {
+        "$and": [{"agent": "ana"}, {"agent": "bot"}]
+    }
+    assert from_mem0({"NOT": [{"a": 1}, {"b": 2}]}) == {
+        "$not": {"$and": [{"metadata.a": 1}, {"metadata.b": 2}]}
+    }
     assert from_mem0(spec) == {
         "$and": [
             {"agent": "ana"},
@@ -324,3 +341,62 @@ def test_true_and_one_are_different_filters(db_path: Path) -> None:
         assert [r.id for r in m.records(filter={"metadata.flag": True})] == [flagged.id]
         assert [r.id for r in m.records(filter={"metadata.flag": 1})] == [counted.id]
         assert [r.id for r in m.records(filter={"metadata.flag": {"$in": [1.0]}})] == [counted.id]
+
+
+def test_absent_values_in_code_columns(db_path: Path) -> None:
+    """Sessions and speakers are codes (-1: none); None in a comparison means "none"."""
+    with Memory.open(db_path, embedder=None) as m:
+        one = m.remember("in a session", session="t1", speaker="ana@example.com").id
+        two = m.remember("in another", session="t2").id
+        none = m.remember("in none").id
+
+        def ids(spec: dict[str, Any]) -> set[str | None]:
+            return {r.id for r in m.records(filter=spec)}
+
+        assert ids({"session": {"$ne": None}}) == {one, two}
+        assert ids({"session": None}) == {none}
+        assert ids({"session": {"$in": [None, "t1"]}}) == {one, none}
+        assert ids({"session": {"$nin": [None, "t1"]}}) == {two}
+        assert ids({"session": {"$ne": "t1"}}) == {two, none}
+        assert ids({"session": {"$contains": "t"}}) == {one, two}
+        # a speaker field the transcript convention cannot read is still the speaker
+        assert ids({"speaker": "Ana@Example.com"}) == {one}
+
+
+def test_tags_compare_as_a_whole_list_too(db_path: Path) -> None:
+    with Memory.open(db_path, embedder=None) as m:
+        both = m.remember("x", tags=["a", "b"]).id
+        m.remember("y", tags=["a"])
+        assert [r.id for r in m.records(filter={"tags": ["a", "b"]})] == [both]
+        assert len(m.records(filter={"tags": "a"})) == 2
+
+
+def test_a_write_extends_the_filter_columns_without_testing_every_row_again(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chronomem.retrieval import filtering
+
+    parsed: list[int] = []
+    original = filtering._parsed_metadata
+
+    def counting(a: Any, start: int) -> Any:
+        parsed.append(start)
+        return original(a, start)
+
+    monkeypatch.setattr(filtering, "_parsed_metadata", counting)
+    with Memory.open(db_path, embedder=None) as m:
+        m.remember_many([{"text": f"n{i}", "metadata": {"user": f"u{i % 3}"}} for i in range(30)])
+        assert len(m.records(filter={"metadata.user": "u1"})) == 10
+        m.remember("one more", metadata={"user": "u1"})
+        assert len(m.records(filter={"metadata.user": "u1"})) == 11
+        assert len(m.records(filter={"metadata.user": {"$in": ["u2"]}})) == 10
+    assert parsed == [0, 30]  # every row once, then only the new one
+
+
+def test_core_blocks_named_by_a_filter_inside_a_session(db_path: Path) -> None:
+    with Memory.open(db_path, embedder=None) as m:
+        m.core_append("default", "persona", "I am careful")
+        assert m.records(filter={"kind": "core"}, session=None)
+        assert m.records(filter={"kind": "core"}, session="s") == []  # none in that session
+        nested = {"$and": [{"$and": [{"kind": "core"}, {"tags": {"$exists": False}}]}]}
+        assert m.peek("careful", filter=nested)  # named at any depth of ANDs

@@ -102,7 +102,7 @@ def narrowing(conditions: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _narrow(path: tuple[str, ...], wanted: Any) -> list[dict[str, Any]]:
-    if any("." in step or step.startswith("$") for step in path):
+    if any(not step or "." in step or step.startswith("$") for step in path):
         return []
     field = ".".join(("metadata", *path))
     if isinstance(wanted, Mapping):
@@ -116,14 +116,16 @@ def _narrow_operator(field: str, op: str, x: Any) -> list[dict[str, Any]]:
     if op == "$eq":
         if x is None or isinstance(x, str):
             return [{field: x}]
-        if isinstance(x, bool | int | float):  # JSON: true == 1 == 1.0
+        if isinstance(x, bool | int | float) and abs(x) < 2**53:  # JSON: true == 1 == 1.0
             same: list[Any] = [x] if x not in (0, 1) else [bool(x), int(x), float(x)]
             return [{field: {"$in": same}}]
         return []
     if op in ("$gt", "$gte", "$lt", "$lte") and not isinstance(x, bool):
         try:
             number = float(x)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
+            return []
+        if abs(number) >= 2.0**53:  # LangGraph compares as floats; exact integers differ there
             return []
         return [
             {"$or": [{field: {op: number}}, {field: {"$gte": ""}}, {field: {"$in": [True, False]}}]}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from chronomem.clock import to_micros
 from chronomem.engine import browse
@@ -27,15 +28,20 @@ def _selected(
     h: Handle, where: Filter, agents: Sequence[str] | None, now: datetime, *, every: bool
 ) -> list[Record]:
     """The records the filter selects among these agents' (all: every agent's), of every kind
-    (core blocks too): the open ones, or with ``every`` whatever their state."""
+    (core blocks too): the open ones (whatever their validity window), or with ``every``
+    whatever their state."""
     return browse.records(
-        h, agents=agents, kinds=frozenset(Kind), domain=None, include_history=every, since=None,
+        h, agents=agents, kinds=frozenset(Kind), domain=None, include_history=True, since=None,
         until=None, as_of=now, limit=sys.maxsize, offset=0,
         status=None if every else Status.OPEN, where=where,
     )  # fmt: skip
 
 
-def _detail(where: Filter) -> dict[str, str]:
+def _detail(where: Filter, *, purge: bool = False) -> dict[str, Any]:
+    """What an audit entry says of the change: the filter, or for a purge only the fields it
+    named — a purge's audit keeps no content, and a filter's values may be what it erases."""
+    if purge:
+        return {"filter_fields": sorted(where.fields())}
     return {"filter": where.describe()}
 
 
@@ -133,10 +139,10 @@ def forget_where(
             h.store.delete_records(h.space, kept, purge=False)
         if purged:
             h.store.delete_records(h.space, list(purged), purge=True)
-        detail = {**_detail(where), "flagged": flagged}
         for record_id in ids:
-            action = "purge" if record_id in scrubbed else "forget"
-            h.audit(now, action, record_id, actor, reason, detail)
+            purged_now = record_id in scrubbed
+            action = "purge" if purged_now else "forget"
+            h.audit(now, action, record_id, actor, reason, _detail(where, purge=purged_now))
     remains = h.store.scrub() if purged else None
     flagged_after = tuple(i for i in flagged if i not in chosen)
     return BulkResult(

@@ -79,8 +79,9 @@ OPERATORS: dict[str, frozenset[Shape]] = {
     "$exists": frozenset({Shape.TEXT, Shape.LIST, Shape.ANY, Shape.INSTANT}),
 }  # fmt: skip
 _LOGICAL = ("$and", "$or", "$not")
-#: The most nodes one filter may hold (a filter is a request, not a program).
+#: The most nodes one filter may hold, and how deep it may nest (a request, not a program).
 MAX_NODES = 1_000
+MAX_DEPTH = 32
 _METADATA = "metadata"
 
 
@@ -99,6 +100,10 @@ class Condition:
     @property
     def name(self) -> str:
         return ".".join((self.field, *self.path))
+
+    def fields(self) -> set[str]:
+        """The fields this filter names (no values)."""
+        return {self.name}
 
     def to_spec(self) -> dict[str, Any]:
         """The JSON spelling that parses back to this condition."""
@@ -125,6 +130,9 @@ class AllOf:
     def to_spec(self) -> dict[str, Any]:
         return {"$and": [p.to_spec() for p in self.parts]}
 
+    def fields(self) -> set[str]:
+        return set().union(*(p.fields() for p in self.parts))
+
     def describe(self) -> str:
         return " AND ".join(_grouped(p) for p in self.parts)
 
@@ -136,6 +144,9 @@ class AnyOf:
     def to_spec(self) -> dict[str, Any]:
         return {"$or": [p.to_spec() for p in self.parts]}
 
+    def fields(self) -> set[str]:
+        return set().union(*(p.fields() for p in self.parts))
+
     def describe(self) -> str:
         return " OR ".join(_grouped(p) for p in self.parts)
 
@@ -146,6 +157,9 @@ class Not:
 
     def to_spec(self) -> dict[str, Any]:
         return {"$not": self.part.to_spec()}
+
+    def fields(self) -> set[str]:
+        return self.part.fields()
 
     def describe(self) -> str:
         return f"NOT {_grouped(self.part)}"
@@ -168,9 +182,9 @@ def parse_filter(spec: object, name: str = "filter") -> Filter | None:
     """
     if spec is None or isinstance(spec, Condition | AllOf | AnyOf | Not):
         return spec
-    parser = _Parser()
-    parsed = parser.node(spec, name)
-    return None if isinstance(parsed, AllOf) and not parsed.parts else parsed
+    if isinstance(spec, Mapping) and not spec:
+        return None
+    return _Parser().node(spec, name)
 
 
 class _Parser:
@@ -184,7 +198,11 @@ class _Parser:
                 f"{where}: a filter holds at most {MAX_NODES} parts", field=where
             )
 
-    def node(self, spec: object, where: str) -> Filter:
+    def node(self, spec: object, where: str, depth: int = 0) -> Filter:
+        if depth > MAX_DEPTH:
+            raise InvalidInputError(
+                f"{where}: a filter nests at most {MAX_DEPTH} levels deep", field=where
+            )
         if not isinstance(spec, Mapping):
             raise InvalidInputError(
                 f'{where} must be an object of fields and operators, e.g. {{"kind": "fact"}};'
@@ -198,9 +216,9 @@ class _Parser:
                 raise InvalidInputError(f"{where}: keys must be strings; got {key!r}", field=where)
             at = f"{where}.{key}"
             if key in ("$and", "$or"):
-                parts.append(self._group(key, value, at))
+                parts.append(self._group(key, value, at, depth))
             elif key == "$not":
-                parts.append(Not(self.node(value, at)))
+                parts.append(Not(self.node(value, at, depth + 1)))
             elif key.startswith("$"):
                 raise InvalidInputError(
                     f"{at}: unknown operator {key!r} here (logical: $and, $or, $not; "
@@ -209,14 +227,16 @@ class _Parser:
                 )
             else:
                 parts.extend(self._field(key, value, at))
+        if not parts:  # {} below the top, or {"metadata": {}}: no condition at all
+            raise InvalidInputError(f"{where} must hold at least one condition", field=where)
         return parts[0] if len(parts) == 1 else AllOf(tuple(parts))
 
-    def _group(self, key: str, value: object, where: str) -> Filter:
+    def _group(self, key: str, value: object, where: str, depth: int) -> Filter:
         if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
             raise InvalidInputError(f"{where} must be a list of filters", field=where)
         if not value:
             raise InvalidInputError(f"{where} must hold at least one filter", field=where)
-        parts = tuple(self.node(v, f"{where}[{i}]") for i, v in enumerate(value))
+        parts = tuple(self.node(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
         return AllOf(parts) if key == "$and" else AnyOf(parts)
 
     def _field(self, key: str, value: object, where: str) -> list[Filter]:
@@ -314,6 +334,9 @@ def _value(field: str, shape: Shape, value: object, where: str) -> Any:
         return float(value)
     if shape is Shape.INSTANT:
         return parse_instant(value, where)
+    listed = isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+    if shape is Shape.LIST and listed:  # the whole list: {"tags": ["a", "b"]}
+        return tuple(value)  # type: ignore[arg-type]
     if shape in (Shape.TEXT, Shape.LIST):
         if not isinstance(value, str):
             raise InvalidInputError(f"{where} must be a string; got {shown(value)}", field=where)
@@ -345,13 +368,22 @@ def from_mem0(spec: Mapping[str, Any]) -> dict[str, Any]:
     """Mem0's filter spelling (``{"AND": [{"user_id": "ana"}, {"created_at": {"gte": ...}}]}``)
     in this grammar: ``AND`` / ``OR`` / ``NOT``, operators without ``$``, ``user_id`` and
     ``agent_id`` as ``agent``, ``created_at`` / ``updated_at`` as ``recorded_at``,
-    ``categories`` as ``tags``, any other key as a metadata path. ``*`` (any value) is
-    ``$exists``."""
+    ``categories`` as ``tags``, any other key as a metadata path, ``*`` (any value) as
+    ``$exists``. Several keys are ANDed, never merged (``user_id`` and ``agent_id`` both name
+    the agent); ``NOT`` of several conditions negates their AND."""
+    parts = [_from_mem0({key: value}) for key, value in spec.items()]
+    return parts[0] if len(parts) == 1 else {"$and": parts}
+
+
+def _from_mem0(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """One key of a Mem0 filter in this grammar."""
     out: dict[str, Any] = {}
     for key, value in spec.items():
         if key in _MEM0_LOGICAL:
             if key == "NOT":
-                out["$not"] = from_mem0(value[0] if isinstance(value, list) else value)
+                items = value if isinstance(value, list) else [value]
+                inner = [from_mem0(v) for v in items]
+                out["$not"] = inner[0] if len(inner) == 1 else {"$and": inner}
             else:
                 out[_MEM0_LOGICAL[key]] = [from_mem0(v) for v in value]
             continue

@@ -154,13 +154,14 @@ def _coded(codes: npt.NDArray[np.int32], names: list[str], op: str, value: Any) 
     if op == "$exists":
         exists: Mask = (codes >= 0) == value
         return exists
-    chosen = [i for i, name in enumerate(names) if _test(name, op, value)]
+    if op == "$contains":
+        return np.isin(codes, [i for i, name in enumerate(names) if value in name])
+    wanted = (value,) if op in ("$eq", "$ne") else value  # $in / $nin: a tuple
+    chosen = [i for i, name in enumerate(names) if name in wanted]
     found = np.isin(codes, chosen)
-    if op in ("$ne", "$nin") or (op == "$eq" and value is None):
-        # a record naming no speaker is not equal to any name (and is the "None" one)
-        none = codes < 0
-        return found | none if op != "$eq" else none
-    return found
+    if None in wanted:  # None: a record naming none
+        found |= codes < 0
+    return found if op in ("$eq", "$in") else ~found
 
 
 def _folded(value: Any) -> Any:
@@ -286,11 +287,15 @@ def _ordered_value(v: Any, op: str, x: Any) -> bool:
 
 
 def kinds_named(f: Filter | None) -> frozenset[Kind] | None:
-    """The kinds ``f`` requires outright (a top-level ``kind`` equality or ``$in``), so a read
-    asking for core blocks through its filter is not refused them by the default exclusion."""
-    parts = f.parts if isinstance(f, AllOf) else (f,) if f is not None else ()
-    for p in parts:
-        if isinstance(p, Condition) and p.field == "kind" and p.op in ("$eq", "$in"):
-            values = (p.value,) if p.op == "$eq" else p.value
-            return frozenset(Kind(v) for v in values)
+    """The kinds ``f`` requires outright (a ``kind`` equality or ``$in`` ANDed at the top, at
+    any depth of ANDs), so a read asking for core blocks through its filter is not refused them
+    by the default exclusion."""
+    if isinstance(f, AllOf):
+        for part in f.parts:
+            if (named := kinds_named(part)) is not None:
+                return named
+        return None
+    if isinstance(f, Condition) and f.field == "kind" and f.op in ("$eq", "$in"):
+        values = (f.value,) if f.op == "$eq" else f.value
+        return frozenset(Kind(v) for v in values)
     return None

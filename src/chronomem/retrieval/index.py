@@ -56,6 +56,13 @@ def domain_key(domain: str | None) -> int:
     return 0 if domain is None else dedup_key("\x00" + domain)
 
 
+def _speaker_of(cols: RecordColumns, i: int) -> str | None:
+    """Who says row ``i``, case-folded: its ``speaker`` field, else the name its text gives
+    (a transcript or prose line: :func:`chronomem.text.speaker`)."""
+    who = cols.speakers[i]
+    return who.casefold() if who else speaker(cols.texts[i])
+
+
 class AgentArrays:
     """Columns of one agent's records, in store-key order, with spare capacity for appends.
 
@@ -250,7 +257,7 @@ class AgentArrays:
         self.kind[at] = [KIND_CODES[Kind(cols.kinds[i])] for i in rows]
         names = self.speaker_names
         self.speaker[at] = [
-            -1 if (who := speaker(cols.texts[i])) is None else names.setdefault(who, len(names))
+            -1 if (who := _speaker_of(cols, i)) is None else names.setdefault(who, len(names))
             for i in rows
         ]
         self.language[at] = [language_code(cols.texts[i]) for i in rows]
@@ -392,13 +399,17 @@ class AgentArrays:
     }
 
     def _extend_keys(self, start: int) -> None:
-        """After an append of the rows from ``start``: the key columns and the filters' columns
-        computed so far gain the new rows' values; every other derived column is dropped."""
+        """After an append of the rows from ``start``: the key columns computed so far gain the
+        new rows' keys, the filters' columns are kept as they are (:meth:`column` extends one
+        when it is next asked for); every other derived column is dropped."""
         kept: dict[object, npt.NDArray[np.generic]] = {}
-        for name, compute in (*self._KEYS.items(), *self._growing.items()):
+        for name, compute in self._KEYS.items():
             cached = self._derived.get(name)
             if cached is not None and cached.shape[0] == start:
                 kept[name] = np.concatenate((cached, compute(self, start)))
+        for grown in self._growing:
+            if grown in self._derived:
+                kept[grown] = self._derived[grown]
         self._derived = kept
         self._growing = {name: f for name, f in self._growing.items() if name in kept}
 
@@ -410,8 +421,11 @@ class AgentArrays:
         once, then kept across appends (only the new rows are computed) and removals; at most
         :data:`MAX_FILTER_COLUMNS` are kept, the least recently asked for dropped first."""
         cached = self._derived.get(key)
-        if cached is not None and cached.shape[0] == self.n:
-            self._growing[key] = self._growing.pop(key, compute)  # most recent last
+        if cached is not None and key in self._growing and cached.shape[0] <= self.n:
+            if cached.shape[0] < self.n:  # rows appended since: only theirs are computed
+                cached = np.concatenate((cached, compute(self, cached.shape[0])))
+                self._derived[key] = cached
+            self._growing[key] = self._growing.pop(key)  # most recent last
             return cached
         cached = self._derived[key] = compute(self, 0)
         self._growing.pop(key, None)

@@ -104,6 +104,7 @@ class RecordColumns:
     sensitivity: list[str]
     status: list[str]
     sessions: list[str | None]
+    speakers: list[str | None]
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -71,6 +71,7 @@ def _columns(rows: list[Any], location: str) -> RecordColumns:
             valid_until_before=empty_i, domains=[], event_ids=[],
             has_embedding=np.empty(0, np.bool_), embeddings=None, passages=[],
             embedding_keys=[], tags=[], metadata=[], sensitivity=[], status=[], sessions=[],
+            speakers=[],
         )  # fmt: skip
     cols = list(zip(*rows, strict=True))
     blobs = [None if b is None else bytes(b) for b in cols[16]]
@@ -111,6 +112,7 @@ def _columns(rows: list[Any], location: str) -> RecordColumns:
         sensitivity=list(cols[22]),
         status=list(cols[23]),
         sessions=list(cols[24]),
+        speakers=list(cols[20]),
     )
 
 

@@ -162,12 +162,15 @@ def flag_evidence(db: SQLBackend, space: str, cited_ids: Sequence[str], status: 
     # "missing" is the stronger flag: a record citing a purged record stays missing.
     weaker = "" if status == "evidence_missing" else " AND r.evidence_status = 'ok'"
     with db.write():
-        rows = db._execute(
-            f"SELECT DISTINCT r.id FROM records r, {db._json_each('r.evidence')}"
-            f" WHERE r.space = ? AND e.value IN ({marks(len(cited_ids))}){weaker}",
-            (space, *cited_ids),
-        ).fetchall()
-        flagged = sorted(r[0] for r in rows)
+        found: set[str] = set()
+        for chunk in chunks(list(cited_ids)):  # a change by filter cites many at once
+            rows = db._execute(
+                f"SELECT DISTINCT r.id FROM records r, {db._json_each('r.evidence')}"
+                f" WHERE r.space = ? AND e.value IN ({marks(len(chunk))}){weaker}",
+                (space, *chunk),
+            ).fetchall()
+            found.update(r[0] for r in rows)
+        flagged = sorted(found)
         if flagged:
             seq = bump(db, space)
             db._executemany(
