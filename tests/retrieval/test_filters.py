@@ -400,3 +400,34 @@ def test_core_blocks_named_by_a_filter_inside_a_session(db_path: Path) -> None:
         assert m.records(filter={"kind": "core"}, session="s") == []  # none in that session
         nested = {"$and": [{"$and": [{"kind": "core"}, {"tags": {"$exists": False}}]}]}
         assert m.peek("careful", filter=nested)  # named at any depth of ANDs
+
+
+def test_other_values_of_a_coded_path_test_no_row_again(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A metadata path of scalars is coded once per agent: a filter on another user then
+    compares codes, whatever the number of users (lists keep the row-by-row rule)."""
+    from chronomem.retrieval import filtering
+
+    tested: list[str] = []
+    original = filtering._tested
+
+    def counting(a: Any, c: Any, start: int) -> Any:
+        tested.append(c.name)
+        return original(a, c, start)
+
+    monkeypatch.setattr(filtering, "_tested", counting)
+    with Memory.open(db_path, embedder=None) as m:
+        m.remember_many(
+            [
+                {"text": f"n{i}", "metadata": {"user": f"u{i % 40}", "list": ["x"]}}
+                for i in range(80)
+            ]
+        )
+        for user in range(40):
+            assert len(m.records(filter={"metadata.user": f"u{user}"})) == 2
+        assert len(m.records(filter={"metadata.user": {"$nin": ["u1", "u2"]}})) == 76
+        assert len(m.records(filter={"metadata.user": {"$exists": True}})) == 80
+        assert tested == []  # codes, never a row-by-row test
+        assert len(m.records(filter={"metadata.list": "x"})) == 80
+        assert tested == ["metadata.list"]

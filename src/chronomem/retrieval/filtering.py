@@ -82,9 +82,68 @@ def _condition(a: AgentArrays, c: Condition, at: int) -> Mask:
     if field in ("domain", "event_id") and op in ("$eq", "$ne", "$in", "$nin", "$exists"):
         keys = a.domain_keys() if field == "domain" else a.event_keys()
         return _hashed(keys, op, value, domain_key if field == "domain" else _event_key)
+    if field == "metadata" and op in ("$eq", "$ne", "$in", "$nin", "$exists"):
+        encoded = _encoded(a, c)
+        if encoded is not None:
+            return encoded
     # tags, metadata, and substrings of a domain or an event id: tested row by row, kept
     key = ("filter", c.name, op, _typed(value))
     return a.column(key, lambda arrays, start: _tested(arrays, c, start))
+
+
+# -- metadata values as codes ------------------------------------------------------------------
+_ABSENT, _NOT_SCALAR = -1, -2
+
+
+def _scalar_key(value: Any) -> tuple[Any, ...] | None:
+    """A JSON scalar's identity: numbers equal across int and float, booleans apart from them;
+    ``None`` for a value that is not a scalar (a list, an object)."""
+    if value is None:
+        return ("null",)
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int | float):
+        return ("number", float(value))
+    if isinstance(value, str):
+        return ("string", value)
+    return None
+
+
+def _encoded(a: AgentArrays, c: Condition) -> Mask | None:
+    """An equality, membership or presence test on a metadata path whose values are all
+    scalars, as a comparison of codes: each path's values are coded once per agent (a column
+    kept like the filters' own, its vocabulary only growing), so a filter on another value of
+    the same path — another user, another thread — costs an array comparison, not a pass over
+    the rows. ``None`` when the path holds lists or objects (their rule is MongoDB's: tested row
+    by row)."""
+    vocabulary = a.vocabularies.setdefault(c.path, {})
+
+    def codes_from(arrays: AgentArrays, start: int) -> npt.NDArray[np.int32]:
+        out = np.empty(arrays.n - start, dtype=np.int32)
+        for i, value in enumerate(_values(arrays, c, start)):
+            if value is _MISSING:
+                out[i] = _ABSENT
+            elif (key := _scalar_key(value)) is None:
+                out[i] = _NOT_SCALAR
+            else:
+                out[i] = vocabulary.setdefault(key, len(vocabulary))
+        return out
+
+    codes = a.column(("codes", c.path), codes_from)
+    if np.any(codes == _NOT_SCALAR):
+        return None
+    if c.op == "$exists":
+        present: Mask = (codes != _ABSENT) == c.value
+        return present
+    wanted = c.value if c.op in ("$in", "$nin") else (c.value,)
+    if any(isinstance(w, tuple) for w in wanted):  # a whole list: equal to no scalar
+        chosen: list[int] = []
+    else:
+        chosen = [vocabulary[k] for w in wanted if (k := _scalar_key(w)) in vocabulary]
+    found = np.isin(codes, chosen)
+    if None in wanted:
+        found |= codes == _ABSENT  # absent equals None
+    return found if c.op in ("$eq", "$in") else ~found
 
 
 def _typed(value: Any) -> Any:

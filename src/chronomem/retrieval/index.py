@@ -134,6 +134,8 @@ class AgentArrays:
         # how to compute the rows from a start of the derived columns kept across writes that
         # filters asked for (see column()); the key columns of _KEYS are kept the same way
         self._growing: dict[object, Callable[[AgentArrays, int], npt.NDArray[np.generic]]] = {}
+        # the codes of each metadata path's values that a filter asked for (filtering.py)
+        self.vocabularies: dict[tuple[str, ...], dict[tuple[Any, ...], int]] = {}
         self._bounds: Bounds | None = None
 
     # typed accessors for the dynamic columns (mypy cannot see setattr)
