@@ -15,9 +15,9 @@ from chronomem.engine.handle import Handle
 from chronomem.model.event import Event, EventKind
 from chronomem.model.filter import Filter
 from chronomem.model.record import Kind, Record, Status
+from chronomem.retrieval.codes import domain_key
 from chronomem.retrieval.columns import Columns, columns, visible
 from chronomem.retrieval.filtering import filter_mask, kinds_named
-from chronomem.retrieval.index import domain_key
 from chronomem.text import normalise_text
 
 __all__ = ["events", "records"]

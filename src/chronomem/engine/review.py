@@ -22,8 +22,8 @@ from chronomem.lifecycle import review as rules
 from chronomem.lifecycle.rules import decay_factor
 from chronomem.model.record import EvidenceStatus, Kind, Record
 from chronomem.model.review import Proposal, ProposalStatus, ReviewAction
+from chronomem.retrieval.codes import KIND_CODES
 from chronomem.retrieval.columns import columns, visible
-from chronomem.retrieval.index import KIND_CODES
 
 __all__ = ["approve", "reject", "review"]
 

@@ -26,8 +26,8 @@ from chronomem.errors import (
 from chronomem.lifecycle.rules import plan_closures
 from chronomem.model.audit import AuditEntry
 from chronomem.model.record import EvidenceStatus, Status, WriteResult
+from chronomem.retrieval.codes import domain_key
 from chronomem.retrieval.columns import columns
-from chronomem.retrieval.index import domain_key
 from chronomem.stores.base import StoredRecord
 from chronomem.text import passage_spans, passages, spoken
 from chronomem.writing.anchors import EmbeddingImportance

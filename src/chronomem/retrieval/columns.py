@@ -10,7 +10,8 @@ import numpy.typing as npt
 
 from chronomem.arrays import F32, Mask, Rows
 from chronomem.model.record import Kind
-from chronomem.retrieval.index import KIND_CODES, AgentArrays
+from chronomem.retrieval.codes import KIND_CODES
+from chronomem.retrieval.index import AgentArrays
 
 __all__ = ["Columns", "columns", "visible"]
 

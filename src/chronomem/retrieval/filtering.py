@@ -24,14 +24,9 @@ from chronomem.arrays import Mask
 from chronomem.clock import to_micros
 from chronomem.model.filter import AllOf, AnyOf, Condition, Filter, Not
 from chronomem.model.record import Kind
+from chronomem.retrieval.codes import KIND_CODES, SENSITIVITY_CODES, STATUS_CODES, domain_key
 from chronomem.retrieval.columns import Columns
-from chronomem.retrieval.index import (
-    KIND_CODES,
-    SENSITIVITY_CODES,
-    STATUS_CODES,
-    AgentArrays,
-    domain_key,
-)
+from chronomem.retrieval.index import AgentArrays
 from chronomem.stores.base import NEVER, SINCE_EVER
 from chronomem.text import event_key
 

@@ -14,26 +14,14 @@ import numpy.typing as npt
 from chronomem.analysis.scripts import language_code
 from chronomem.arrays import F32, Rows, unit_rows
 from chronomem.errors import StoreError
-from chronomem.model.record import Kind, Sensitivity, Status
+from chronomem.model.record import Kind
+from chronomem.retrieval.codes import KIND_CODES, KINDS, SENSITIVITY_CODES, STATUS_CODES, domain_key
 from chronomem.retrieval.compact import Codes
 from chronomem.stores.base import NEVER, SINCE_EVER, RecordColumns
 from chronomem.text import dedup_key, event_key, number_key, speaker
 
-__all__ = [
-    "KINDS",
-    "KIND_CODES",
-    "SENSITIVITY_CODES",
-    "STATUS_CODES",
-    "AgentArrays",
-    "Bounds",
-    "domain_key",
-]
+__all__ = ["AgentArrays", "Bounds"]
 
-
-KINDS: tuple[Kind, ...] = tuple(Kind)
-KIND_CODES: dict[Kind, int] = {kind: code for code, kind in enumerate(KINDS)}
-SENSITIVITY_CODES: dict[str, int] = {s.value: code for code, s in enumerate(Sensitivity)}
-STATUS_CODES: dict[str, int] = {s.value: code for code, s in enumerate(Status)}
 #: The most row-aligned columns a filter derived that an agent's arrays keep (oldest dropped).
 MAX_FILTER_COLUMNS = 64
 
@@ -49,11 +37,6 @@ class Bounds:
 
 
 _ID_DTYPE = np.dtype("<U26")
-
-
-def domain_key(domain: str | None) -> int:
-    """The hash :meth:`AgentArrays.domain_keys` holds for ``domain`` (0 for none)."""
-    return 0 if domain is None else dedup_key("\x00" + domain)
 
 
 def _speaker_of(cols: RecordColumns, i: int) -> str | None:

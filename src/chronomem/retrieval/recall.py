@@ -22,11 +22,11 @@ from chronomem.graph.boost import Boost, association
 from chronomem.lifecycle.rules import decay_factor, feedback_factor
 from chronomem.model.record import Breakdown, CausalPart, Hit, Kind, Record
 from chronomem.retrieval import compact
+from chronomem.retrieval.codes import KIND_CODES
 from chronomem.retrieval.columns import Columns, columns, visible
 from chronomem.retrieval.crisis import fuse_boost
 from chronomem.retrieval.cues import SpeakerCue, TimeCue, speaker_cue, time_cue
 from chronomem.retrieval.filtering import filter_mask, kinds_named
-from chronomem.retrieval.index import KIND_CODES
 from chronomem.retrieval.languages import Coverage, model_reads
 from chronomem.retrieval.query import Crisis, Query
 from chronomem.retrieval.relevance import gather_is_cheap, lexical, preselect, similarities

@@ -12,8 +12,9 @@ from chronomem.analysis.scripts import language_of, reads
 from chronomem.arrays import F32, unit_vector
 from chronomem.config import WriteGate
 from chronomem.model.record import Record
+from chronomem.retrieval.codes import domain_key
 from chronomem.retrieval.columns import columns, visible
-from chronomem.retrieval.index import AgentArrays, domain_key
+from chronomem.retrieval.index import AgentArrays
 from chronomem.retrieval.languages import unread_rows
 from chronomem.text import dedup_key, number_key
 
