@@ -328,10 +328,6 @@ DRIFT_ACCESS_LIMIT = (
     "DRIFT: `access-log show --limit` defaults to 50; the library and HTTP default to 100 "
     "(cli/main.py 'access-log')"
 )
-DRIFT_IMPORTANCE_BOUNDS = (
-    "DRIFT: MCP's remember bounds importance to 1..10; HTTP's record fields only describe it "
-    "(server/wire.py _NewRecord.importance: no ge/le), so OpenAPI does not say it"
-)
 DRIFT_CLI_VERB = (
     "DRIFT: the library, HTTP and the clients have it; the CLI has no command for it "
     "(cli/main.py build_parser)"
@@ -425,7 +421,6 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
     ("remember", "mcp", "sensitivity"): MCP_TOOLS,
     ("remember", "mcp", "speaker"): MCP_TOOLS,
     ("remember", "mcp", "metadata"): MCP_TOOLS,
-    ("remember", "mcp", "importance"): DRIFT_IMPORTANCE_BOUNDS,
     ("recall", "mcp", "k"): MCP_CONTEXT,
     ("recall", "mcp", "touch"): MCP_TOOLS + "; an agent's own recall touches",
     ("recall", "mcp", "valid_at"): MCP_TOOLS,

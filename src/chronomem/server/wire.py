@@ -88,7 +88,7 @@ class _NewRecord(_In):
     text: str
     agent: str | None = None
     kind: Kind | None = None
-    importance: float | None = Field(default=None, description="1 (mundane) .. 10")
+    importance: float | None = Field(default=None, ge=1, le=10, description="1 (mundane) .. 10")
     occurred_at: AwareDatetime | None = None
     valid_from: AwareDatetime | None = None
     valid_until: AwareDatetime | None = None
