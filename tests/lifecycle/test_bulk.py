@@ -199,3 +199,13 @@ def test_open_records_outside_their_window_are_changed_too(db_path: Path, clock:
         assert len(m.records(status="open")) == 2
         assert len(m.verify_where({"kind": "fact"}).record_ids) == 2
         assert len(m.close_where({"kind": "fact"}, "done").record_ids) == 2
+
+
+def test_a_refusal_names_ten_records_and_lists_every_dependant(db_path: Path) -> None:
+    with Memory.open(db_path, embedder=None) as m:
+        cited = [m.remember(f"note {i}", metadata={"user": "ana"}).id for i in range(12)]
+        citing = [m.remember(f"summary {i}", evidence=[c]).id for i, c in enumerate(cited)]
+        with pytest.raises(DependentsExistError) as refused:
+            m.forget_where({"metadata.user": "ana"}, "erase")
+        assert "and 2 more" in str(refused.value)
+        assert sorted(refused.value.dependants) == sorted(citing)

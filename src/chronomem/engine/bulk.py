@@ -23,6 +23,9 @@ from chronomem.model.record import EvidenceStatus, Kind, Record, Sensitivity, St
 
 __all__ = ["close_where", "forget_where", "verify_where"]
 
+#: How many refused records an error names (its ``dependants`` list holds every dependant).
+_NAMED = 10
+
 
 def _selected(
     h: Handle, where: Filter, agents: Sequence[str] | None, now: datetime, *, every: bool
@@ -117,10 +120,10 @@ def forget_where(
                             if i not in chosen])
         }  # fmt: skip
         if blocked:
+            shown = sorted(blocked.items())[:_NAMED]
             named = "; ".join(
-                f"{rid}: " + ", ".join(f"{i} ({why})" for i, why in deps)
-                for rid, deps in sorted(blocked.items())
-            )
+                f"{rid}: " + ", ".join(f"{i} ({why})" for i, why in deps) for rid, deps in shown
+            ) + (f"; and {len(blocked) - _NAMED} more" if len(blocked) > _NAMED else "")
             raise DependentsExistError(
                 f"cannot forget {len(blocked)} of the {len(ids)} selected records: records "
                 f"outside the selection depend on them ({named}); close them instead, widen "
