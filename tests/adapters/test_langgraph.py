@@ -260,9 +260,10 @@ def test_a_large_value_is_stored_whole(tmp_path: Path) -> None:
 
 
 def test_a_narrow_filter_finds_every_item_it_selects(store: ChronomemStore) -> None:
-    """Filters narrow the read before scoring (issue 28): five items among 1,500, all ranking
-    below the others for the query, come back as InMemoryStore returns them — and values that
-    only LangGraph's comparisons equate (true and 1, "7" and 7) still pass."""
+    """Filters narrow the read before scoring (issue 28): the six "blue" items among 1,500 (and
+    the wider selections of the other filters) come back as InMemoryStore returns them, by search
+    and by listing — and values that only LangGraph's comparisons equate (true and 1, "7" and 7)
+    still pass the narrowing."""
     reference = InMemoryStore()
     values = [
         {"text": f"note {i} about the weather", "team": "red" if i % 250 != 3 else "blue",

@@ -431,3 +431,25 @@ def test_other_values_of_a_coded_path_test_no_row_again(
         assert tested == []  # codes, never a row-by-row test
         assert len(m.records(filter={"metadata.list": "x"})) == 80
         assert tested == ["metadata.list"]
+
+
+def test_another_handles_writes_reach_a_handles_filter_columns(
+    location: str | Path, clock: SimClock
+) -> None:
+    """Two handles on one store: the filter columns one handle built follow the other's
+    writes, closes and purges (the arrays sync through the store's change sequence)."""
+    clock.set(T0)
+    with (
+        Memory.open(location, embedder=None, clock=clock) as reader,
+        Memory.open(location, embedder=None, clock=clock) as writer,
+    ):
+        first = writer.remember("one", metadata={"user": "ana"}, tags=["t"], session="s1").id
+        spec = {"metadata.user": "ana", "tags": "t", "session": "s1"}
+        assert [r.id for r in reader.records(filter=spec)] == [first]
+        clock.advance(timedelta(minutes=1))
+        second = writer.remember("two", metadata={"user": "ana"}, tags=["t"], session="s1").id
+        assert {r.id for r in reader.records(filter=spec)} == {first, second}
+        writer.close_record(str(first), "done")
+        assert [r.id for r in reader.records(filter={**spec, "status": "open"})] == [second]
+        writer.forget_where({"metadata.user": "ana"}, "erase", purge=True)
+        assert reader.records(filter=spec, include_history=True) == []
