@@ -142,6 +142,10 @@ PARAMS: dict[str, Param] = {
             "session's",
         ),
         Param(
+            name="refresh_ttl", value=bool, default=False, flag="--refresh-ttl",
+            doc="extend the time to live of each record returned to now plus its ttl",
+        ),
+        Param(
             name="sequential", value=bool | None,
             doc="recall-many touches after each query (default: the preset's choice)",
         ),
@@ -180,7 +184,7 @@ PARAMS: dict[str, Param] = {
 
 _READ = (
     "agent", "agents", "k", "as_of", "explain", "kinds", "include_history", "valid_at",
-    "preset", "crisis", "asker", "dedup", "rank_by", "filter", "session",
+    "preset", "crisis", "asker", "dedup", "rank_by", "filter", "session", "refresh_ttl",
 )  # fmt: skip
 
 #: Each verb's parameters from the table, in order (a verb's own positional arguments, such as
@@ -191,7 +195,7 @@ VERBS: dict[str, tuple[str, ...]] = {
     "recall_many": (*_READ, "touch", "sequential"),
     "records": (
         "agent", "agents", "kinds", "domain", "include_history", "since", "until", "as_of",
-        "limit", "offset", "status", "filter", "session",
+        "limit", "offset", "status", "filter", "session", "refresh_ttl",
     ),
     "context": ("filter", "session"),
     "close_where": ("filter", "agent", "agents", "dry_run"),

@@ -32,7 +32,11 @@ PLUGIN_DIR = Path(__file__).parent / "frameworks"
 
 SUITES = {
     "langgraph-checkpoint": ("tests/test_store.py",),
-    "langgraph-checkpoint-sqlite": ("tests/test_store.py", "tests/test_async_store.py"),
+    "langgraph-checkpoint-sqlite": (
+        "tests/test_store.py",
+        "tests/test_async_store.py",
+        "tests/test_ttl.py",
+    ),
     "langgraph-checkpoint-postgres": ("tests/test_store.py", "tests/test_async_store.py"),
 }
 
@@ -53,6 +57,19 @@ INTERNALS = {
         "tests/test_async_store.py::test_abatch_uses_single_pool_checkout": (
             "counts PostgresStore's pool checkouts"
         ),
+        **{
+            f"{file}::test_omit_expired_{case}": (
+                "backdates and reads rows through PostgresStore._cursor(); chronomem never "
+                "returns an expired item (docs/agents.md), what omit_expired=True asks"
+            )
+            for file in ("tests/test_store.py", "tests/test_async_store.py")
+            for case in (
+                "filters_read_paths",
+                "disabled_preserves_expired_rows",
+                "refresh_ttl_only_refreshes_live_rows",
+                "search_pagination",
+            )
+        },
     },
 }
 # PostgresStore's pipeline and connection-pool modes and its pgvector column types and distances:
@@ -161,3 +178,8 @@ def test_langgraph_store_suites(
     )
     assert passed >= 50, "the suite ran too few tests to mean anything"
     assert not unexpected, f"chronomem fails where InMemoryStore passes: {unexpected}"
+    # InMemoryStore has no TTL, so it fails these too: chronomem's store has one and must pass.
+    ttl = {t: s for t, s in ours.items() if "ttl" in t.split("::")[-1]}
+    if distribution != "langgraph-checkpoint":
+        assert ttl, "the suite ran no TTL test"
+    assert all(s == "passed" for s in ttl.values()), f"TTL tests not passed: {ttl}"

@@ -285,3 +285,35 @@ def test_a_narrow_filter_finds_every_item_it_selects(store: ChronomemStore) -> N
         assert ours, f
         listed = store.search(("notes",), filter=f, limit=2_000)
         assert {i.key for i in listed} == {i.key for i in theirs}, f
+
+
+def test_an_item_lives_its_ttl_refreshed_by_reads_and_stays_in_history(tmp_path: Path) -> None:
+    """LangGraph's TTL semantics on a settable clock: ``default_ttl`` and a put's own ``ttl``
+    (minutes), refreshed by ``get`` and ``search`` (``refresh_on_read``) and not by a read that
+    says ``refresh_ttl=False``; an expired item is gone for every read before any sweep, its
+    values stay in history, and ``sweep_ttl`` stores the close once."""
+    clock = SimClock(T0)
+    with Memory.open(tmp_path / "ttl.db", embedder=None, clock=clock) as mem:
+        lg = ChronomemStore(mem, ttl={"default_ttl": 10, "refresh_on_read": True})
+        assert lg.supports_ttl
+        ns = ("users", "ada")
+        lg.put(ns, "mood", {"text": "sunny"})  # the default: ten minutes
+        lg.put(ns, "plan", {"text": "swim"}, ttl=2)
+        lg.put(ns, "name", {"text": "Ada"}, ttl=None)  # never expires
+        clock.advance(timedelta(minutes=8))
+        assert lg.get(ns, "mood") is not None  # refreshed: ten minutes from now
+        assert lg.get(ns, "plan") is None  # expired at two minutes
+        clock.advance(timedelta(minutes=8))
+        assert {i.key for i in lg.search(ns)} == {"mood", "name"}  # mood refreshed again
+        clock.advance(timedelta(minutes=9))
+        assert lg.get(ns, "mood", refresh_ttl=False) is not None
+        clock.advance(timedelta(minutes=2))  # 11 minutes after the last refresh
+        assert lg.get(ns, "mood") is None
+        assert {i.key for i in lg.search(ns)} == {"name"}
+        assert lg.sweep_ttl() == 2
+        assert lg.sweep_ttl() == 0
+        [plan] = mem.records(agent="users.ada", domain="plan", include_history=True)
+        assert (plan.closed_reason, plan.text) == ("expired", "swim")
+        lg.put(ns, "plan", {"text": "run"})  # a new item under the expired key
+        assert lg.get(ns, "plan").value == {"text": "run"}  # type: ignore[union-attr]
+        assert asyncio.run(lg.asweep_ttl()) == 0

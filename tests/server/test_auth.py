@@ -52,6 +52,7 @@ CASES = [
     Case("POST", "/records/{record}/forget", Scope.ADMIN, {"reason": "pii", "purge": True}),
     Case("POST", "/records/close-where", Scope.WRITE, {"filter": {"kind": "plan"}, "reason": "x"}),
     Case("POST", "/records/verify-where", Scope.WRITE, {"filter": {"agent": "default"}}),
+    Case("POST", "/expire", Scope.WRITE, {}),
     Case(
         "POST",
         "/records/forget-where",

@@ -20,7 +20,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from chronomem import Memory
-from chronomem.server.mcp_server import HIT_CHARS, RESULT_CHARS, TEXT_CHARS
+from chronomem.server.mcp_answers import HIT_CHARS, RESULT_CHARS, TEXT_CHARS
 
 from .service import running
 

@@ -17,6 +17,9 @@ and their ``test_async_store.py``) except where docs/agents.md lists a deliberat
   the query and the best of the item's field vectors); chronomem's own score is kept as
   ``item.memory_score``. Items stored with ``index=False`` stay reachable after the scored ones,
   with ``score=None``. Without a query it lists items, most recently updated first.
+- Items may have a time to live (``put(..., ttl=minutes)``, ``TTLConfig``): an item whose time
+  ran out is closed at that instant (history keeps it) and no read returns it, swept or not;
+  ``refresh_ttl`` reads extend exactly the items they return. ``sweep_ttl()`` stores the closes.
 - ``index`` is LangGraph's index configuration (``dims``, ``embed``, ``fields``; ``text_fields``
   as the SQLite store spells it): the store embeds each field of a value with it and a record
   matches by the best of them. Without one, search ranks by the Memory's own embedder (or by
@@ -28,6 +31,7 @@ the same).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -45,11 +49,13 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
     validate_op_namespace,
 )
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
 from chronomem.adapters.batching import LoopCombiner, ThreadCombiner
+from chronomem.adapters.langgraph_filter import matches, narrowing
 from chronomem.errors import ConfigError, ConflictError, DependentsExistError, NotFoundError
 from chronomem.model.record import Hit, Record
 from chronomem.retrieval.options import RankBy, ReadOptions
@@ -78,102 +84,6 @@ def text_of(value: Mapping[str, Any]) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def matches(value: Mapping[str, Any], conditions: Mapping[str, Any] | None) -> bool:
-    """LangGraph's filter, as its stores apply it: every field equals its condition (nested
-    mappings field by field, lists element by element), or satisfies ``{"$eq" | "$ne" | "$gt" |
-    "$gte" | "$lt" | "$lte": x, ...}``. A field name with periods that is not a key of the value
-    is a path into nested mappings (``"user.name"``), as LangGraph's SQL stores read it. An
-    ordering comparison with a value that is not a number is false rather than an error."""
-    return all(_compare(_field(value, name), wanted) for name, wanted in (conditions or {}).items())
-
-
-def narrowing(conditions: Mapping[str, Any] | None) -> dict[str, Any]:
-    """chronomem's filter (docs/filters.md) selecting at least every item :func:`matches`
-    keeps, so the engine narrows a read before scoring it; :func:`matches` then decides
-    exactly. Items only (records with a key); each condition whose LangGraph meaning chronomem's
-    grammar holds as a superset: scalars (a boolean or 0 and 1 as JSON's equal numbers too),
-    nested mappings as paths, ``$gt`` / ``$gte`` / ``$lt`` / ``$lte`` with a number (strings and
-    booleans kept: LangGraph compares them as the numbers they parse to). Lists, ``$ne`` and
-    dotted names (a key or a path, depending on the value) narrow nothing."""
-    parts: list[dict[str, Any]] = [{"metadata.key": {"$exists": True}}]
-    for name, wanted in (conditions or {}).items():
-        parts.extend(_narrow(("value", name), wanted))
-    return {"$and": parts}
-
-
-def _narrow(path: tuple[str, ...], wanted: Any) -> list[dict[str, Any]]:
-    if any(not step or "." in step or step.startswith("$") for step in path):
-        return []
-    field = ".".join(("metadata", *path))
-    if isinstance(wanted, Mapping):
-        if any(str(k).startswith("$") for k in wanted):
-            return [c for op, x in wanted.items() for c in _narrow_operator(field, op, x)]
-        return [c for k, v in wanted.items() for c in _narrow((*path, str(k)), v)]
-    return _narrow_operator(field, "$eq", wanted)
-
-
-def _narrow_operator(field: str, op: str, x: Any) -> list[dict[str, Any]]:
-    if op == "$eq":
-        if x is None or isinstance(x, str):
-            return [{field: x}]
-        if isinstance(x, bool | int | float) and abs(x) < 2**53:  # JSON: true == 1 == 1.0
-            same: list[Any] = [x] if x not in (0, 1) else [bool(x), int(x), float(x)]
-            return [{field: {"$in": same}}]
-        return []
-    if op in ("$gt", "$gte", "$lt", "$lte") and not isinstance(x, bool):
-        try:
-            number = float(x)
-        except (TypeError, ValueError, OverflowError):
-            return []
-        if abs(number) >= 2.0**53:  # LangGraph compares as floats; exact integers differ there
-            return []
-        return [
-            {"$or": [{field: {op: number}}, {field: {"$gte": ""}}, {field: {"$in": [True, False]}}]}
-        ]
-    return []
-
-
-def _field(value: Mapping[str, Any], name: str) -> Any:
-    if name in value or "." not in name:
-        return value.get(name)
-    found: Any = value
-    for part in name.split("."):
-        if not isinstance(found, Mapping):
-            return None
-        found = found.get(part)
-    return found
-
-
-def _compare(have: Any, wanted: Any) -> bool:
-    if isinstance(wanted, Mapping):
-        if any(str(k).startswith("$") for k in wanted):
-            return all(_operator(have, op, x) for op, x in wanted.items())
-        return isinstance(have, Mapping) and all(
-            _compare(have.get(k), v) for k, v in wanted.items()
-        )
-    if isinstance(wanted, list | tuple):
-        return (
-            isinstance(have, list | tuple)
-            and len(have) == len(wanted)
-            and all(_compare(h, w) for h, w in zip(have, wanted, strict=True))
-        )
-    return bool(have == wanted)
-
-
-def _operator(have: Any, op: str, x: Any) -> bool:
-    if op == "$eq":
-        return bool(have == x)
-    if op == "$ne":
-        return bool(have != x)
-    if op not in ("$gt", "$gte", "$lt", "$lte"):
-        raise ValueError(f"unsupported filter operator {op!r} (use $eq, $ne, $gt, $gte, $lt, $lte)")
-    try:
-        a, b = float(have), float(x)
-    except (TypeError, ValueError):
-        return False
-    return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
-
-
 class MemorySearchItem(SearchItem):
     """A search result: LangGraph's ``SearchItem`` (``score`` is the similarity), plus the record
     it came from (``record_id``) and chronomem's own score for it (``memory_score``, ``None``
@@ -190,7 +100,7 @@ class MemorySearchItem(SearchItem):
 class ChronomemStore(BaseStore):
     """A LangGraph store whose items are chronomem records (see the module docstring)."""
 
-    supports_ttl = False
+    supports_ttl = True
 
     def __init__(
         self,
@@ -199,16 +109,20 @@ class ChronomemStore(BaseStore):
         index: IndexConfig | None = None,
         kind: str = "observation",
         rank: Literal["similarity", "memory"] = "similarity",
+        ttl: TTLConfig | None = None,
     ) -> None:
         """``memory``: a :class:`~chronomem.Memory` or a :class:`~chronomem.client.Client`
         (with ``index``, open it with ``embedder=None``: the vectors are the index's).
         ``index``: LangGraph's index configuration (``dims``, ``embed``, ``fields``).
         ``kind``: the kind of the records items become. ``rank``: how a query search orders
         its items — ``"similarity"`` (LangGraph's stores: by ``score``) or ``"memory"``
-        (chronomem's score: relevance with recency, importance and the lifecycle's factors)."""
+        (chronomem's score: relevance with recency, importance and the lifecycle's factors).
+        ``ttl``: LangGraph's TTL configuration (``default_ttl`` in minutes, ``refresh_on_read``);
+        an item's time to live is its record's (``remember(ttl=)``)."""
         if rank not in ("similarity", "memory"):
             raise ConfigError(f"rank must be 'similarity' or 'memory'; got {rank!r}")
         self.memory = memory
+        self.ttl_config = ttl
         self.kind = kind
         self.rank = rank
         self._by: RankBy = "similarity" if rank == "similarity" else "score"
@@ -223,6 +137,15 @@ class ChronomemStore(BaseStore):
             paths = config.get("fields") or config.get("text_fields") or ["$"]
             self._fields = [(p, p if p == "$" else tokenize_path(p)) for p in paths]
             self.index_config = config
+
+    def sweep_ttl(self) -> int:
+        """Store the close of every item whose time to live ran out; returns how many. Reads
+        never show such an item (it is closed from its expiry) and every write does this first,
+        so a sweeper thread is never needed."""
+        return len(self.memory.expire())
+
+    async def asweep_ttl(self) -> int:
+        return await asyncio.to_thread(self.sweep_ttl)
 
     # -- BaseStore ------------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -266,13 +189,19 @@ class ChronomemStore(BaseStore):
             return self._search(op)
         return self._namespaces(op)
 
-    def _current(self, namespace: tuple[str, ...], key: str) -> Record | None:
-        """The item's open record (its key compared exactly)."""
-        found = self.memory.records(agent=agent_of(namespace), domain=key, limit=_PAGE)
+    def _current(
+        self, namespace: tuple[str, ...], key: str, *, refresh: bool = False
+    ) -> Record | None:
+        """The item's open record (its key compared exactly); ``refresh`` extends its time to
+        live."""
+        found = self.memory.records(
+            agent=agent_of(namespace), domain=key, filter={"metadata.key": key}, limit=_PAGE,
+            refresh_ttl=refresh,
+        )  # fmt: skip
         return next((r for r in found if r.domain == key and "key" in r.metadata), None)
 
     def _get(self, op: GetOp) -> Item | None:
-        record = self._current(op.namespace, op.key)
+        record = self._current(op.namespace, op.key, refresh=self._refreshes(op))
         return None if record is None else _item(record)
 
     def _write(self, puts: list[PutOp]) -> None:
@@ -304,6 +233,7 @@ class ChronomemStore(BaseStore):
         return {
             "text": _record_text(value, vectors), "agent": agent_of(op.namespace),
             "kind": self.kind, "domain": op.key, "metadata": metadata, "replace": True,
+            "ttl": None if op.ttl is None else op.ttl * 60,
             "embedding": vectors[0][1] if vectors else None,
             "passage_embeddings": [v for _, v in vectors[1:]] or None,
         }  # fmt: skip
@@ -361,7 +291,25 @@ class ChronomemStore(BaseStore):
             if len(page) < size:
                 break
             start, size = start + size, min(size * 4, _PAGE)
-        return found[op.offset : wanted]
+        return self._refreshed(found[op.offset : wanted], self._refreshes(op))
+
+    def _refreshes(self, op: GetOp | SearchOp) -> bool:
+        """Whether a read extends the time to live of what it returns: when it asks (LangGraph
+        asks by default) and a TTL configuration, if given, sets ``refresh_on_read`` — as
+        LangGraph's SQLite store reads the configuration."""
+        return op.refresh_ttl and (
+            self.ttl_config is None or bool(self.ttl_config.get("refresh_on_read", False))
+        )
+
+    def _refreshed(self, records: list[Record], refresh: bool) -> list[Record]:
+        """Extend the time to live of exactly the items returned (LangGraph's ``refresh_ttl``)."""
+        expiring = [r.id for r in records if r.ttl is not None]
+        if refresh and expiring:
+            self.memory.records(
+                filter={"id": {"$in": expiring}}, include_history=False, limit=len(expiring),
+                refresh_ttl=True,
+            )  # fmt: skip
+        return records
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         agents = self._agents(op.namespace_prefix)
@@ -385,7 +333,9 @@ class ChronomemStore(BaseStore):
             if len(kept) >= wanted or len(hits) < k:
                 break
             k *= 4
-        return [_item(h.record, h) for h in kept[op.offset : wanted]]
+        page = kept[op.offset : wanted]
+        self._refreshed([h.record for h in page], self._refreshes(op))
+        return [_item(h.record, h) for h in page]
 
     def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         found = {namespace_of(a) for a in self.memory.agents()}

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, get_args, get_origin
 
 from chronomem.checks import parse_instant
@@ -14,6 +15,7 @@ from chronomem.errors import InvalidInputError
 from chronomem.verbs import params
 
 __all__ = [
+    "duration",
     "instant",
     "metadata",
     "missing_vectors_flag",
@@ -31,6 +33,20 @@ def instant(text: str) -> datetime:
         return parse_instant(text, "the time")
     except InvalidInputError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("the time ")) from None
+
+
+_SPAN = re.compile(r"(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smhdw]?)", re.IGNORECASE)
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def duration(text: str) -> timedelta:
+    """``--ttl``: seconds, or a number with a unit: ``90s``, ``30m``, ``2h``, ``7d``, ``1w``."""
+    found = _SPAN.fullmatch(text.strip())
+    if found is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: give seconds or a number with s, m, h, d or w (2h)"
+        )
+    return timedelta(seconds=float(found["n"]) * _UNITS[found["unit"].lower()])
 
 
 def signal(text: str) -> str | float:
@@ -101,6 +117,15 @@ def record_fields(p: argparse.ArgumentParser) -> None:
     p.add_argument("--session", help="the conversation, thread or run it belongs to")
     p.add_argument(
         "--event", dest="event_id", help="the causal event this memory witnesses (event id)"
+    )
+    expiry = p.add_mutually_exclusive_group()
+    expiry.add_argument(
+        "--ttl", type=duration, metavar="SPAN",
+        help="time to live: closed (audited, kept in history) when it runs out; seconds or "
+        "30m, 2h, 7d",
+    )  # fmt: skip
+    expiry.add_argument(
+        "--expires-at", type=instant, help="... or the instant it closes (ISO 8601 with offset)"
     )
     missing_vectors_flag(p)
 

@@ -59,6 +59,7 @@ def record_fields(args: argparse.Namespace) -> dict[str, Any]:
         "tags": tags or None, "metadata": args.metadata, "evidence": args.evidence,
         "event_id": args.event_id, "kind": args.kind, "agent": args.agent,
         "sensitivity": args.sensitivity, "speaker": args.speaker, "session": args.session,
+        "ttl": args.ttl, "expires_at": args.expires_at,
     }  # fmt: skip
     return {k: v for k, v in given.items() if v is not None}
 
@@ -146,6 +147,13 @@ def verify_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg, writes=True) as mem:
         record = mem.verify(args.id, actor=cfg.actor, reason=args.reason)
     print_result(args, record, lambda: print(f"{record.id} verified at {record.last_verified_at}"))
+    return 0
+
+
+def expire_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg, writes=True) as mem:
+        closed = mem.expire()
+    print_result(args, closed, lambda: print(f"{len(closed)} expired record(s) closed"))
     return 0
 
 

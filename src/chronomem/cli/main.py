@@ -163,6 +163,11 @@ def build_parser() -> argparse.ArgumentParser:
     reason_flag(p)
     p.set_defaults(func=commands.verify_command)
 
+    p = sub.add_parser(
+        "expire", parents=[common], help="store the close of records whose time to live ran out"
+    )
+    p.set_defaults(func=commands.expire_command)
+
     p = sub.add_parser("feedback", parents=[lifecycle], help="rate a record helpful or harmful")
     p.add_argument("id")
     p.add_argument("signal", type=signal, help="helpful, harmful, or a number in [-1, 1]")

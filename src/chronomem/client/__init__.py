@@ -87,6 +87,7 @@ class _Verbs:
     supersede = Verb(calls.supersede)
     close_record = Verb(calls.close_record)
     verify = Verb(calls.verify)
+    expire = Verb(calls.expire)
     feedback = Verb(calls.feedback)
     forget = Verb(calls.forget)
     close_where = Verb(calls.close_where)

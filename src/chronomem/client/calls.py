@@ -55,7 +55,8 @@ def remember(
     metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
     event_id: str | None = None, supersedes: Sequence[str] = (),
     sensitivity: Sensitivity | str = Sensitivity.NORMAL, speaker: str | None = None,
-    session: str | None = None, embedding: Vector | None = None,
+    session: str | None = None, ttl: float | timedelta | None = None,
+    expires_at: datetime | None = None, embedding: Vector | None = None,
     passage_embeddings: Sequence[Vector] | None = None, replace: bool = False,
     actor: str | None = None,
 ) -> Call[WriteResult]:  # fmt: skip
@@ -83,7 +84,7 @@ def records(
     include_history: bool = False, since: datetime | None = None,
     until: datetime | None = None, as_of: datetime | None = None, limit: int = 100,
     offset: int = 0, status: Status | str | None = None, filter: FilterSpec | None = None,
-        session: str | None = None,
+    session: str | None = None, refresh_ttl: bool = False,
 ) -> Call[list[Record]]:  # fmt: skip
     """:meth:`chronomem.Memory.records`."""
     options = ReadOptions.from_arguments(
@@ -94,6 +95,7 @@ def records(
             "as_of": as_of,
             "filter": filter,
             "session": session,
+            "refresh_ttl": refresh_ttl,
         }
     )
     params: dict[str, Any] = {
@@ -114,6 +116,8 @@ def records(
         params["filter"] = json.dumps(options.where.to_spec())
     if options.session is not None:
         params["session"] = options.session
+    if options.refresh_ttl:
+        params["refresh_ttl"] = "true"
     return Call("GET", "/records", reader(list[Record]), params=params)
 
 
@@ -143,6 +147,7 @@ def supersede(
     metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
     event_id: str | None = None, sensitivity: Sensitivity | str | None = None,
     speaker: str | None = None, session: str | None = None,
+    ttl: float | timedelta | None = None, expires_at: datetime | None = None,
     embedding: Vector | None = None, passage_embeddings: Sequence[Vector] | None = None,
 ) -> Call[WriteResult]:  # fmt: skip
     """:meth:`chronomem.Memory.supersede`. Several old records: the first is the path's, the
@@ -173,6 +178,11 @@ def verify(record_id: str, *, actor: str | None = None, reason: str | None = Non
     """:meth:`chronomem.Memory.verify`."""
     path = f"/records/{segment(record_id, 'record_id')}/verify"
     return Call("POST", path, reader(Record), given(reason=reason))
+
+
+def expire() -> Call[list[str]]:
+    """:meth:`chronomem.Memory.expire`."""
+    return Call("POST", "/expire", reader(list[str]), {})
 
 
 def feedback(
@@ -246,7 +256,7 @@ def recall(
     valid_at: datetime | None = None, preset: str | ScoringConfig | None = None,
     crisis: str | None = None, asker: str | None = None, dedup: bool = True,
     rank_by: RankBy = "score", filter: FilterSpec | None = None, session: str | None = None,
-    options: ReadOptions | None = None,
+    refresh_ttl: bool = False, options: ReadOptions | None = None,
 ) -> Call[list[Hit]]:  # fmt: skip
     """:meth:`chronomem.Memory.recall`."""
     chosen = ReadOptions.from_arguments(locals())
@@ -261,7 +271,7 @@ def peek(
     include_history: bool = False, valid_at: datetime | None = None,
     preset: str | ScoringConfig | None = None, crisis: str | None = None,
     asker: str | None = None, dedup: bool = True, rank_by: RankBy = "score",
-    filter: FilterSpec | None = None, session: str | None = None,
+    filter: FilterSpec | None = None, session: str | None = None, refresh_ttl: bool = False,
     options: ReadOptions | None = None,
 ) -> Call[list[Hit]]:  # fmt: skip
     """:meth:`chronomem.Memory.peek`: never touches."""
@@ -279,7 +289,7 @@ def recall_many(
     preset: str | ScoringConfig | None = None, sequential: bool | None = None,
     crisis: str | None = None, asker: str | None = None, dedup: bool = True,
     rank_by: RankBy = "score", filter: FilterSpec | None = None, session: str | None = None,
-    options: ReadOptions | None = None,
+    refresh_ttl: bool = False, options: ReadOptions | None = None,
 ) -> Call[list[list[Hit]]]:  # fmt: skip
     """:meth:`chronomem.Memory.recall_many`."""
     if isinstance(queries, str):

@@ -72,14 +72,14 @@ def records(
             keep &= ended if status is not Status.OPEN else ~ended
             if status is not Status.OPEN:
                 ended_ids = [str(i) for i in ids[np.flatnonzero(keep)]]
-                fetched = h.store.get_records(h.space, ended_ids)
+                fetched = h.records(ended_ids)
                 other = [r.id for r in fetched if r.status != status]
                 if other:
                     keep &= ~np.isin(ids, other)
         rows = np.flatnonzero(keep)
         order = np.lexsort((ids[rows], -recorded[rows]))
         page = rows[order][offset : offset + limit]
-        return h.store.get_records(h.space, [str(i) for i in ids[page]])
+        return h.records([str(i) for i in ids[page]])
 
 
 def _same_domain(cols: Columns, keep: Mask, domain: str) -> Mask:

@@ -59,7 +59,7 @@ def close_where(
     actor: str | None,
     dry_run: bool,
 ) -> BulkResult:
-    with h.store.write():
+    with h.writing(now):
         records = _selected(h, where, agents, now, every=False)
         ids = tuple(r.id for r in records)
         if not dry_run and records:
@@ -83,7 +83,7 @@ def verify_where(
     actor: str | None,
     dry_run: bool,
 ) -> BulkResult:
-    with h.store.write():
+    with h.writing(now):
         ids = tuple(r.id for r in _selected(h, where, agents, now, every=False))
         if not dry_run:
             at = to_micros(now)
@@ -106,7 +106,7 @@ def forget_where(
 ) -> BulkResult:
     """Forget the selected records, whatever their state. Refused as a whole (nothing written,
     dry run or not) when a record that is not purged has a dependant outside the selection."""
-    with h.store.write():
+    with h.writing(now):
         records = _selected(h, where, agents, now, every=True)
         ids = tuple(r.id for r in records)
         chosen = set(ids)

@@ -83,7 +83,7 @@ def blocks(h: Handle, agent: str, *, as_of: datetime) -> list[CoreBlock]:
         )  # fmt: skip
         rows = np.arange(cols.size) if mask is None else np.flatnonzero(mask)
         ids = [str(i) for i in cols.cat("ids")[rows]]
-        records = h.store.get_records(h.space, ids)
+        records = h.records(ids)
     return sorted((_block(r) for r in records), key=lambda b: b.label)
 
 

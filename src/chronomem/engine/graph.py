@@ -83,7 +83,7 @@ def link(
             f"effect must differ from cause: an event cannot cause itself ({cause})",
             field="effect",
         )
-    with h.store.write():
+    with h.writing(now):
         _check_link(h, h.event(cause), h.event(effect))
         existing = h.store.get_link(h.space, cause, effect)
         if (

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, cast, get_args
 
 from chronomem.checks import require_id, require_text, shown
-from chronomem.clock import Clock, SystemClock, require_aware
+from chronomem.clock import Clock, SystemClock, require_aware, to_micros
 from chronomem.config import ReflectionConfig, ScoringConfig, WriteGate, resolve_preset
 from chronomem.embedders.base import Embedder
 from chronomem.errors import (
@@ -28,11 +29,12 @@ from chronomem.errors import (
     NotFoundError,
     StoreError,
 )
+from chronomem.lifecycle.rules import EXPIRED, expiry_closures, settled
 from chronomem.llm.base import LLMClient
-from chronomem.model.audit import AuditEntry
+from chronomem.model.audit import AuditEntry, Closure
 from chronomem.model.event import Event
 from chronomem.model.ids import IdFactory
-from chronomem.model.record import Record
+from chronomem.model.record import EvidenceStatus, Record
 from chronomem.retrieval.space import SpaceIndex
 from chronomem.stores import open_store
 from chronomem.stores.base import EmbeddingMeta, MemoryStore
@@ -176,12 +178,44 @@ class Handle:
 
     def record(self, record_id: str) -> Record:
         """The record with this id, whatever its status; :class:`NotFoundError` otherwise."""
-        found = self.store.get_records(self.space, [require_id(record_id, "record_id")])
+        found = self.records([require_id(record_id, "record_id")])
         if not found:
             raise NotFoundError(
                 f"no record {shown(record_id)} in space {self.space!r}", record_id=record_id
             )
         return found[0]
+
+    def records(self, ids: Sequence[str]) -> list[Record]:
+        """The records with these ids that exist, in that order, as they stand now: one whose
+        time to live ran out shows the close the next write stores (``rules.settled``)."""
+        return settled(self.store.get_records(self.space, ids), self.now())
+
+    @contextmanager
+    def writing(self, now: datetime) -> Iterator[None]:
+        """One write transaction of the space, which first stores the close of every record
+        whose time to live ran out by ``now`` (:meth:`expire_due`)."""
+        with self.store.write():
+            self.expire_due(now)
+            yield
+
+    def expire_due(self, now: datetime) -> list[str]:
+        """Close, audited, each open record whose ``expires_at`` is at or before ``now``, at its
+        own expiry (every read treated it as closed from then); returns their ids."""
+        if not self.store.expiring(self.space, to_micros(now)):
+            return []
+        with self.store.write():
+            # again under the space's write lock: another process may have stored them meanwhile
+            self.store.lock_space(self.space)
+            due = self.store.expiring(self.space, to_micros(now))
+            closures = expiry_closures(self.store.get_records(self.space, due))
+            if not closures:
+                return []
+            self.store.close_records(self.space, closures)
+            ids = [c.record_id for c in closures]
+            self.store.flag_evidence(self.space, ids, EvidenceStatus.SUPERSEDED.value)
+            entries = [_expiry_entry(c, now) for c in closures]
+            self.store.append_audit(self.space, entries)
+        return ids
 
     def event(self, event_id: str) -> Event:
         """The event with this id; :class:`NotFoundError` otherwise."""
@@ -206,6 +240,15 @@ class Handle:
             detail=detail or {},
         )  # fmt: skip
         self.store.append_audit(self.space, [entry])
+
+
+def _expiry_entry(closure: Closure, now: datetime) -> AuditEntry:
+    """The audit entry of a record closed by its time to live."""
+    expired_at = closure.superseded_at.isoformat()
+    return AuditEntry(
+        seq=0, at=now, action="close", record_id=closure.record_id, actor="ttl",
+        reason=EXPIRED, detail={"expires_at": expired_at},
+    )  # fmt: skip
 
 
 def _default_embedder() -> Embedder:

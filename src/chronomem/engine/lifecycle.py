@@ -45,7 +45,7 @@ def close_record(
     valid_until: datetime | None,
     actor: str | None,
 ) -> Record:
-    with h.store.write():
+    with h.writing(now):
         record = h.record(record_id)
         plans = plan_closures(
             [record], at=now, successor=None, reason=reason, valid_until=valid_until
@@ -68,7 +68,7 @@ def history(h: Handle, record_id: str) -> list[Record]:
             for i in (*r.supersedes, *([r.superseded_by] if r.superseded_by else ()))
             if i not in seen
         }
-        frontier = h.store.get_records(h.space, sorted(linked))
+        frontier = h.records(sorted(linked))
         seen.update((r.id, r) for r in frontier)
     return sorted(seen.values(), key=lambda r: (r.recorded_at, r.id))
 
@@ -76,7 +76,7 @@ def history(h: Handle, record_id: str) -> list[Record]:
 def verify(
     h: Handle, record_id: str, *, now: datetime, actor: str | None, reason: str | None
 ) -> Record:
-    with h.store.write():
+    with h.writing(now):
         h.record(record_id)
         h.store.set_verified(h.space, record_id, to_micros(now))
         h.audit(now, "verify", record_id, actor, reason)
@@ -93,7 +93,7 @@ def feedback(
     actor: str | None,
 ) -> Record:
     value = signal_value(signal)
-    with h.store.write():
+    with h.writing(now):
         h.record(record_id)
         total = h.store.add_feedback(h.space, record_id, value)
         h.audit(now, "feedback", record_id, actor, reason, {"signal": value, "score": total})
@@ -103,7 +103,7 @@ def feedback(
 def forget(
     h: Handle, record_id: str, *, now: datetime, reason: str, purge: bool, actor: str | None
 ) -> ForgetResult:
-    with h.store.write():
+    with h.writing(now):
         record = h.record(record_id)
         purge = purge or record.sensitivity is not Sensitivity.NORMAL
         dependants = h.store.dependants(h.space, record_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from chronomem.checks import (
@@ -71,7 +71,8 @@ class Memory(CausalVerbs, FilterVerbs):
         metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
         event_id: str | None = None, supersedes: Sequence[str] = (),
         sensitivity: Sensitivity | str = Sensitivity.NORMAL, speaker: str | None = None,
-        session: str | None = None, embedding: Vector | None = None,
+        session: str | None = None, ttl: float | timedelta | None = None,
+        expires_at: datetime | None = None, embedding: Vector | None = None,
         passage_embeddings: Sequence[Vector] | None = None, replace: bool = False,
         actor: str | None = None,
     ) -> WriteResult:  # fmt: skip
@@ -94,7 +95,11 @@ class Memory(CausalVerbs, FilterVerbs):
         with the speaker named, and questions about what someone said find it, as they find a
         transcript line ``"Name: words"`` or a line of prose ``'Name said, "words"'``.
         ``session`` names the conversation, thread or run it belongs to: reads can keep to one
-        (``recall(..., session=...)``) or span them all (the default).
+        (``recall(..., session=...)``) or span them all (the default). ``ttl`` (seconds or a
+        ``timedelta``) or ``expires_at`` gives the record a time to live: it is closed when it
+        passes — every read from then treats it as closed, the next write stores the close
+        (``closed_reason="expired"``, audited) and history keeps it; ``refresh_ttl=True`` on a
+        read extends it (docs/lifecycle.md, "Time to live").
 
         Raises:
             InvalidInputError: bad input; nothing is written.
@@ -216,7 +221,7 @@ class Memory(CausalVerbs, FilterVerbs):
         valid_at: datetime | None = None, preset: str | ScoringConfig | None = None,
         crisis: str | None = None, asker: str | None = None, dedup: bool = True,
         rank_by: RankBy = "score", filter: FilterSpec | None = None, session: str | None = None,
-        options: ReadOptions | None = None,
+        refresh_ttl: bool = False, options: ReadOptions | None = None,
     ) -> list[Hit]:  # fmt: skip
         """The top ``k`` records for ``query`` at ``as_of`` (default: now), best first (DESIGN
         §2; every option is documented on :class:`~chronomem.ReadOptions`, and ``options=``
@@ -231,6 +236,8 @@ class Memory(CausalVerbs, FilterVerbs):
         records tied to its causes (DESIGN §4). Hits show records as they were scored, before
         this call's touch; an empty candidate set returns ``[]``. ``k`` defaults to the preset's
         ``default_k`` (10; 30 under ``generative-agents-code``, which also stamps backwards).
+        ``refresh_ttl`` moves the expiry of each returned record that has a time to live to now
+        plus its ``ttl`` (docs/lifecycle.md, "Time to live").
         """
         embeddings = None if query_embedding is None else [query_embedding]
         return self._read([query], embeddings, ReadOptions.from_arguments(locals()))[0]
@@ -244,7 +251,7 @@ class Memory(CausalVerbs, FilterVerbs):
         preset: str | ScoringConfig | None = None, sequential: bool | None = None,
         crisis: str | None = None, asker: str | None = None, dedup: bool = True,
         rank_by: RankBy = "score", filter: FilterSpec | None = None, session: str | None = None,
-        options: ReadOptions | None = None,
+        refresh_ttl: bool = False, options: ReadOptions | None = None,
     ) -> list[list[Hit]]:  # fmt: skip
         """Answer a batch of queries (one list of hits per query, in order), embedded in one
         batch; the arguments are :meth:`recall`'s.
@@ -266,6 +273,7 @@ class Memory(CausalVerbs, FilterVerbs):
         metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
         event_id: str | None = None, sensitivity: Sensitivity | str | None = None,
         speaker: str | None = None, session: str | None = None,
+        ttl: float | timedelta | None = None, expires_at: datetime | None = None,
         embedding: Vector | None = None, passage_embeddings: Sequence[Vector] | None = None,
     ) -> WriteResult:  # fmt: skip
         """Store ``text`` as the replacement of ``old_ids`` and close them, atomically: each
@@ -276,7 +284,8 @@ class Memory(CausalVerbs, FilterVerbs):
         domain, importance, tags, metadata, speaker and session from the first, and the most
         sensitive of their
         sensitivities (a ``personal`` record corrected stays ``personal``). ``tags=()`` and
-        ``metadata={}`` clear them.
+        ``metadata={}`` clear them. A time to live is not inherited: the replacement has the
+        ``ttl`` or ``expires_at`` given here, or none.
 
         Raises:
             NotFoundError: an old id does not exist. ConflictError: one is already closed.
@@ -303,6 +312,17 @@ class Memory(CausalVerbs, FilterVerbs):
         with self._call() as h:
             return lifecycle.close_record(h, record_id, now=h.now(), reason=reason,
                                           valid_until=until, actor=actor)  # fmt: skip
+
+    def expire(self) -> list[str]:
+        """Store now the close of every record of this space whose time to live has run out
+        (each at its own ``expires_at``, ``closed_reason="expired"``, audited by actor
+        ``ttl``) and return their ids, oldest expiry first. Reads never need it — they treat
+        such a record as closed from its expiry — and every write does it first; this is the
+        sweep for a store nobody writes to (LangGraph's ``sweep_ttl``)."""
+        with self._call() as h:
+            now = h.now()
+            with h.store.write():
+                return h.expire_due(now)
 
     def verify(
         self, record_id: str, *, actor: str | None = None, reason: str | None = None

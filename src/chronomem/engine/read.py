@@ -6,6 +6,7 @@ touches what was returned."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -16,7 +17,8 @@ from chronomem.config import RelevanceMode, ScoringConfig, resolve_preset
 from chronomem.embedders.base import as_vector, is_thread_safe, model_languages
 from chronomem.engine.handle import Handle
 from chronomem.errors import InvalidInputError
-from chronomem.model.record import Hit, Kind
+from chronomem.lifecycle.rules import settled
+from chronomem.model.record import Hit, Kind, Record
 from chronomem.model.review import Access
 from chronomem.retrieval.crisis import build_crisis
 from chronomem.retrieval.options import ReadOptions
@@ -30,6 +32,7 @@ __all__ = [
     "embed_ahead",
     "log_accesses",
     "recall_many",
+    "refreshed",
 ]
 
 #: The space setting that turns the access log on (``"on"``).
@@ -167,7 +170,34 @@ def recall_many(
     if options.touch and pending:
         h.store.touch(h.space, list(pending), to_micros(at), backwards=backwards)
     log_accesses(h, built, results, options, now=now)
-    return results
+    return _as_they_stand(h, results, refresh=options.refresh_ttl, now=now)
+
+
+def refreshed(h: Handle, records: Sequence[Record]) -> list[Record]:
+    """``records`` after moving the expiry of those with a time to live (still open and
+    unexpired now) to now plus their ``ttl``."""
+    moved = h.store.refresh_expiry(h.space, [r.id for r in records], to_micros(h.now()))
+    if not moved:
+        return list(records)
+    fresh = {r.id: r for r in h.records([r.id for r in records])}
+    return [fresh.get(r.id, r) for r in records]
+
+
+def _as_they_stand(
+    h: Handle, results: list[list[Hit]], *, refresh: bool, now: datetime
+) -> list[list[Hit]]:
+    """The hits with their records as they stand after the read: expiries extended with
+    ``refresh`` (every holder's record), and a record whose time to live ran out shown closed
+    (a read with history)."""
+    records = [hit.record for hits in results for hit in hits]
+    ids = list(dict.fromkeys(i for hits in results for hit in hits for i in hit.record_ids))
+    if refresh and h.store.refresh_expiry(h.space, ids, to_micros(now)):
+        shown = {r.id: r for r in h.records([r.id for r in records])}
+    elif any(r.expires_at is not None and r.expires_at <= now for r in records):
+        shown = {r.id: r for r in settled(records, now)}
+    else:
+        return results
+    return [[replace(hit, record=shown[hit.record.id]) for hit in hits] for hits in results]
 
 
 def log_accesses(

@@ -122,7 +122,7 @@ def reflect(
         actor=f"reflection:{client.model}",
         after=lambda: h.store.set_accumulated_importance(h.space, agent, 0.0),
     )
-    records = h.store.get_records(h.space, [r.id for r in results if r.id])
+    records = h.records([r.id for r in results if r.id])
     return ReflectionResult(
         agent=agent, records=tuple(records), questions=tuple(questions), calls=calls[0]
     )

@@ -115,12 +115,12 @@ def review(
         found += [(f, [c.ids[r] for r in f.rows]) for f in batch]
         found += _flagged(h, c, config.limit)
     wanted = sorted({i for _, ids in found for i in ids})
-    records = {r.id: r for r in h.store.get_records(h.space, wanted)}
+    records = {r.id: r for r in h.records(wanted)}
     proposals = {
         p.id: p for p in (_proposal(f, [records[i] for i in ids], as_of) for f, ids in found)
     }
     stored = {p.id: p for p in h.store.proposals(h.space, ids=list(proposals))}
-    with h.store.write():
+    with h.writing(h.now()):
         h.store.put_proposals(h.space, [p for i, p in proposals.items() if i not in stored])
         for old in h.store.proposals(h.space, status=ProposalStatus.OPEN.value):
             if old.id not in proposals and (agent is None or old.agent == agent):
@@ -145,7 +145,7 @@ def _flagged(h: Handle, c: rules.Columns, limit: int) -> list[tuple[rules.Found,
     """Open reflections whose evidence was superseded or purged: re-derive or close?"""
     reflections = [
         r
-        for r in h.store.get_records(h.space, c.ids)
+        for r in h.records(c.ids)
         if r.kind is Kind.REFLECTION and r.evidence_status is not EvidenceStatus.OK
     ]
     out = []
@@ -174,8 +174,8 @@ def approve(h: Handle, proposal_id: str, *, now: datetime, actor: str | None) ->
     proposal = _open(h, proposal_id)
     reason = f"review {proposal.id} ({proposal.category}): {proposal.reasons[0]}"
     ids = proposal.record_ids
-    with h.store.write():
-        found = {r.id: r for r in h.store.get_records(h.space, list(ids))}
+    with h.writing(now):
+        found = {r.id: r for r in h.records(list(ids))}
         records = [found[i] for i in ids if i in found]
         if _fingerprint(proposal.action, proposal.category, records) != proposal.id:
             h.store.decide_proposal(

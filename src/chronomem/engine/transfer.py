@@ -55,7 +55,7 @@ def import_generative_agents(
     first = next((v for v in vectors if v is not None), None)
     if first is not None:
         h.fix_dim(int(first.shape[0]))
-    with h.store.write():
+    with h.writing(h.now()):
         h.store.insert_records(h.space, items)
         h.store.set_accumulated_importance(h.space, plan.agent, accumulated)
     if plan.accumulated_importance is None:

@@ -222,10 +222,11 @@ class MemoryView:
         rank_by: RankBy = "score",
         filter: FilterSpec | None = None,
         session: str | None = None,
+        refresh_ttl: bool = False,
         options: ReadOptions | None = None,
     ) -> list[Hit]:
-        """:meth:`recall` that never touches: strictly read-only (``options.touch`` is
-        ignored)."""
+        """:meth:`recall` that never touches (``options.touch`` is ignored): read-only unless
+        ``refresh_ttl`` asks to extend the returned records' time to live."""
         embeddings = None if query_embedding is None else [query_embedding]
         options = replace(ReadOptions.from_arguments(locals()), touch=False)
         return self._read([query], embeddings, options)[0]
@@ -252,7 +253,7 @@ class MemoryView:
             )
         )
         with self._call() as h:
-            return h.store.get_records(h.space, ids)
+            return h.records(ids)
 
     def dependants(self, record_id: str) -> list[Dependant]:
         """What depends on the record, as :meth:`~chronomem.Memory.forget` weighs it: records
@@ -351,7 +352,7 @@ class MemoryView:
         include_history: bool = False, since: datetime | None = None,
         until: datetime | None = None, as_of: datetime | None = None, limit: int = 100,
         offset: int = 0, status: Status | str | None = None, filter: FilterSpec | None = None,
-        session: str | None = None,
+        session: str | None = None, refresh_ttl: bool = False,
     ) -> list[Record]:  # fmt: skip
         """Browse without a query: the records a read at ``as_of`` (default now) would see —
         closed and superseded ones too with ``include_history`` — of these agents (default all),
@@ -360,7 +361,7 @@ class MemoryView:
         ``status`` keeps the records in that state at ``as_of`` (``open``: not yet closed or
         superseded, whatever its validity window; ``closed``; ``superseded``) and implies
         ``include_history``. ``filter`` keeps the records it selects (docs/filters.md).
-        Read-only."""
+        Read-only, unless ``refresh_ttl`` asks to extend the listed records' time to live."""
         options = ReadOptions.from_arguments(
             {
                 "agent": agent,
@@ -374,14 +375,16 @@ class MemoryView:
         window = (optional_instant(since, "since"), optional_instant(until, "until"))
         limit, offset = positive_int(limit, "limit"), positive_int(offset, "offset", minimum=0)
         state = None if status is None else to_enum(Status, status, "status")
+        refresh = flag(refresh_ttl, "refresh_ttl")
         with self._call() as h:
-            return browse.records(
+            found = browse.records(
                 h, agents=options.agents, domain=optional_text(domain, "domain"),
                 kinds=None if options.kinds is None else frozenset(map(Kind, options.kinds)),
                 include_history=flag(include_history, "include_history") or state is not None,
                 since=window[0], until=window[1], as_of=options.as_of or h.now(), limit=limit,
                 offset=offset, status=state, where=options.parsed_filter,
             )  # fmt: skip
+            return read.refreshed(h, found) if refresh else found
 
     def events(
         self, *, kinds: Iterable[EventKind | str] | None = None, scope: str | None = None,

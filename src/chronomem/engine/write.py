@@ -137,7 +137,7 @@ def write(
             if isinstance(e, str)
         }
     )
-    depths = {r.id: r.depth for r in h.store.get_records(h.space, cited)}
+    depths = {r.id: r.depth for r in h.records(cited)}
     drafts = build_drafts(batch, now=now, space=h.space, dim=h.meta.dim, ids=h.ids, depths=depths)
     witnessed = sorted({d.record.event_id for d in drafts if d.record.event_id})
     known = {e.id for e in h.store.get_events(h.space, witnessed)}
@@ -158,7 +158,7 @@ def write(
         drafts = _score_missing(h, drafts, embedded_here)
     drafts = _embed_missing(h, drafts, progress=progress, ready=ready)
     drafts = _score_missing(h, drafts, embedded_here)  # nothing left to score unless reuses
-    with h.store.write():
+    with h.writing(now):
         results = _store_drafts(h, drafts, now=now, actor=actor, reason=reason)
         if after is not None:
             after()
@@ -406,7 +406,7 @@ def open_holders(h: Handle, agent: str, domain: str, *, now: datetime) -> list[s
     rows = np.flatnonzero(
         (cols.cat("superseded_at") > to_micros(now)) & (arrays.domain_keys() == domain_key(domain))
     )
-    found = h.store.get_records(h.space, [str(i) for i in cols.cat("ids")[rows]])
+    found = h.records([str(i) for i in cols.cat("ids")[rows]])
     return [r.id for r in found if r.domain == domain and r.status is Status.OPEN]
 
 
@@ -419,7 +419,7 @@ def _store_drafts(
     named = [old for d in drafts for old in d.supersedes]
     if len(named) != len(set(named)):
         raise ConflictError("a record is superseded twice in one batch")
-    old = {r.id: r for r in h.store.get_records(h.space, named)}
+    old = {r.id: r for r in h.records(named)}
     closures, entries = [], []
     for d in drafts:
         if not d.supersedes:

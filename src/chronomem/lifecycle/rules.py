@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -27,13 +28,20 @@ from chronomem.model.audit import Closure
 from chronomem.model.record import Record, Sensitivity, Status
 
 __all__ = [
+    "EXPIRED",
     "Closure",
+    "closed_view",
     "decay_factor",
+    "expiry_closures",
     "feedback_factor",
     "inherited",
     "plan_closures",
+    "settled",
     "signal_value",
 ]
+
+#: The ``closed_reason`` of a record closed by its time to live.
+EXPIRED = "expired"
 
 _ONE_US = timedelta(microseconds=1)
 # From least to most sensitive: a replacement never becomes less sensitive than what it replaces.
@@ -149,3 +157,41 @@ def plan_closures(
             )
         )
     return plans
+
+
+def expiry_closures(records: Sequence[Record]) -> list[Closure]:
+    """The closes of open records whose time to live has run out: each at its own
+    ``expires_at`` (the instant every read already treats it as closed), its window ending
+    there, reason :data:`EXPIRED`."""
+    return [
+        plan_closures([r], at=r.expires_at, successor=None, reason=EXPIRED)[0]
+        for r in records
+        if r.status is Status.OPEN and r.expires_at is not None
+    ]
+
+
+def closed_view(record: Record, closure: Closure) -> Record:
+    """``record`` as ``closure`` leaves it."""
+    return dataclasses.replace(
+        record,
+        status=closure.status,
+        superseded_by=closure.superseded_by,
+        superseded_at=closure.superseded_at,
+        valid_until=closure.valid_until,
+        valid_until_before=closure.valid_until_before,
+        closed_reason=closure.reason,
+    )
+
+
+def settled(records: Sequence[Record], now: datetime) -> list[Record]:
+    """The records as they stand at ``now``: one whose time to live ran out by then is shown
+    closed at its expiry, as the next write will store it (DESIGN §3)."""
+    due = [
+        r
+        for r in records
+        if r.status is Status.OPEN and r.expires_at is not None and r.expires_at <= now
+    ]
+    if not due:
+        return list(records)
+    ended = {c.record_id: c for c in expiry_closures(due)}
+    return [closed_view(r, ended[r.id]) if r.id in ended else r for r in records]

@@ -61,8 +61,9 @@ _ENUMS: dict[str, type[StrEnum]] = {
 #: The record fields a filter can name (``metadata.<path>`` besides), and what each holds.
 #: ``status`` is the lifecycle state at the read's instant (``as_of``), like ``records(status=)``.
 FIELDS: dict[str, Shape] = {
-    "agent": Shape.TEXT, "kind": Shape.CODE, "domain": Shape.TEXT, "tags": Shape.LIST,
-    "speaker": Shape.TEXT, "session": Shape.TEXT, "event_id": Shape.TEXT, "sensitivity": Shape.CODE,
+    "id": Shape.TEXT, "agent": Shape.TEXT, "kind": Shape.CODE, "domain": Shape.TEXT,
+    "tags": Shape.LIST, "speaker": Shape.TEXT, "session": Shape.TEXT, "event_id": Shape.TEXT,
+    "sensitivity": Shape.CODE,
     "status": Shape.CODE, "importance": Shape.NUMBER, "feedback_score": Shape.NUMBER,
     "occurred_at": Shape.INSTANT, "recorded_at": Shape.INSTANT,
     "last_accessed_at": Shape.INSTANT, "last_verified_at": Shape.INSTANT,

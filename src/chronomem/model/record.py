@@ -83,6 +83,11 @@ class Record:
     ends the world-time window (``valid_until``); ``valid_until_before`` keeps the end it had
     before, so a read as of an earlier instant sees the window as it was then. ``speaker`` is who
     said it; ``session`` the conversation, thread or run it belongs to (``None``: none).
+
+    ``expires_at`` (a time to live): an open record is closed at that instant — every read at or
+    after it treats it as closed then (:meth:`closing_at`), and the next write on the space
+    writes the close (``closed_reason`` ``"expired"``, audited). ``ttl`` is the span in seconds
+    a refreshing read (``refresh_ttl``) extends it by, from that read's instant.
     """
 
     id: str
@@ -115,6 +120,8 @@ class Record:
     has_embedding: bool = False
     speaker: str | None = None
     session: str | None = None
+    expires_at: datetime | None = None
+    ttl: float | None = None
 
     @property
     def read_text(self) -> str:
@@ -132,11 +139,27 @@ class Record:
 
     def is_valid(self, valid_at: datetime, as_of: datetime) -> bool:
         """Whether the world-time window, as known at ``as_of``, contains ``valid_at``."""
-        closed = self.superseded_at is not None and self.superseded_at <= as_of
-        until = self.valid_until if closed else self.valid_until_before_close()
+        closing = self.closing_at
+        if closing is not None and closing <= as_of:
+            until = self.valid_until if self.superseded_at is not None else self.expiry_end()
+        else:
+            until = self.valid_until_before_close()
         if self.valid_from is not None and valid_at < self.valid_from:
             return False
         return until is None or valid_at < until
+
+    @property
+    def closing_at(self) -> datetime | None:
+        """When the record stopped (or will stop) being open: its close or supersession, else
+        its expiry."""
+        return self.superseded_at if self.superseded_at is not None else self.expires_at
+
+    def expiry_end(self) -> datetime | None:
+        """The end of the world-time window once the record has expired: an expiry ends it, as
+        a close does, never later than it already ended."""
+        if self.expires_at is None or self.valid_until is None:
+            return self.expires_at or self.valid_until
+        return min(self.valid_until, self.expires_at)
 
     def valid_until_before_close(self) -> datetime | None:
         return self.valid_until if self.superseded_at is None else self.valid_until_before
@@ -166,6 +189,7 @@ INSTANT_FIELDS = (
     "valid_until",
     "superseded_at",
     "valid_until_before",
+    "expires_at",
 )
 
 

@@ -59,6 +59,8 @@ def _condition(a: AgentArrays, c: Condition, at: int) -> Mask:
     field, op, value = c.field, c.op, c.value
     if field == "agent":
         return np.full(n, _test(a.agent, op, value), dtype=np.bool_)
+    if field == "id":
+        return _by_id(a, op, value)
     if field == "kind":
         return _codes(a.kind[:n], op, value, {k.value: v for k, v in KIND_CODES.items()})
     if field == "sensitivity":
@@ -215,6 +217,19 @@ def _coded(codes: npt.NDArray[np.int32], names: list[str], op: str, value: Any) 
     found = np.isin(codes, chosen)
     if None in wanted:  # None: a record naming none
         found |= codes < 0
+    return found if op in ("$eq", "$in") else ~found
+
+
+def _by_id(a: AgentArrays, op: str, value: Any) -> Mask:
+    """Records by id: the named rows found through the arrays' position index (every record
+    has an id; none is ``None``)."""
+    if op == "$exists":
+        return np.full(a.n, bool(value), dtype=np.bool_)
+    if op == "$contains":
+        return np.char.find(a.ids[: a.n], value) >= 0
+    wanted = (value,) if op in ("$eq", "$ne") else value
+    found = np.zeros(a.n, dtype=np.bool_)
+    found[[a.position[i] for i in wanted if isinstance(i, str) and i in a.position]] = True
     return found if op in ("$eq", "$in") else ~found
 
 

@@ -61,6 +61,8 @@ class ReadOptions:
             is parsed into a :data:`~chronomem.model.filter.Filter`), applied before scoring.
         session: only records of this session (conversation, thread, run); ``None``: every
             session's and those of none. The same as ``{"session": ...}`` in the filter.
+        refresh_ttl: move the expiry of each returned record with a time to live to the read's
+            now plus its ``ttl`` (a write, even on a read that does not touch).
     """
 
     agents: Sequence[str] | None = None
@@ -80,6 +82,7 @@ class ReadOptions:
     rank_by: RankBy = "score"
     filter: FilterSpec | None = None
     session: str | None = None
+    refresh_ttl: bool = False
 
     def __post_init__(self) -> None:
         put = object.__setattr__
@@ -89,7 +92,7 @@ class ReadOptions:
             put(self, "k", positive_int(self.k, "k"))
         put(self, "as_of", optional_instant(self.as_of, "as_of"))
         put(self, "valid_at", optional_instant(self.valid_at, "valid_at"))
-        for name in ("touch", "explain", "include_history", "dedup"):
+        for name in ("touch", "explain", "include_history", "dedup", "refresh_ttl"):
             flag(getattr(self, name), name)
         if self.sequential is not None:
             flag(self.sequential, "sequential")

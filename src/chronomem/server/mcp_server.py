@@ -23,8 +23,19 @@ from pydantic import AwareDatetime, Field
 from chronomem.checks import shown
 from chronomem.engine import Memory
 from chronomem.errors import ChronomemError, NotFoundError
-from chronomem.model.core import CoreBlock
-from chronomem.model.record import Hit, Record, WriteResult
+from chronomem.model.record import Record
+from chronomem.server.mcp_answers import (
+    QUERY_CHARS,
+    SHORT_CHARS,
+    TEXT_CHARS,
+    block_answer,
+    budget,
+    core_text,
+    hit_answer,
+    record_answer,
+    vars_of,
+    written,
+)
 from chronomem.verbs import PARAMS
 
 __all__ = ["INSTRUCTIONS", "Binding", "build_server", "client_name", "stdio_binding"]
@@ -47,19 +58,6 @@ when it happened, and returns the right memories for a question at a given momen
   short and current with `core_memory_append` and `core_memory_replace`. Every edit is versioned.
 - Now and then, `review` your memory and `approve` or `reject` what it proposes.
 """
-
-# Bounds of the tools: what a model writes is a statement, and what it reads costs its context.
-#: The longest text a tool stores (a memory, a correction, a core block edit).
-TEXT_CHARS = 8_000
-#: The longest query.
-QUERY_CHARS = 2_000
-#: The longest reason, label or short field.
-SHORT_CHARS = 500
-#: The most characters of one record's text in an answer (``recall``, ``history``): a longer
-#: text is cut, saying so (``get`` gives up to :data:`RESULT_CHARS`).
-HIT_CHARS = 1_500
-#: The most characters of record text in one answer; past it, texts are cut further.
-RESULT_CHARS = 12_000
 
 KindName = Literal[
     "observation", "chat", "thought", "reflection", "plan", "fact", "instruction", "decision"
@@ -113,62 +111,6 @@ def client_name(ctx: Context) -> str:
     info = getattr(params, "client_info", None) or getattr(params, "clientInfo", None)
     name = str(getattr(info, "name", "") or "client")
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", name)[:64] or "client"
-
-
-def _cut(text: str, limit: int) -> tuple[str, dict[str, Any]]:
-    """``text`` cut to ``limit`` characters, with what an answer says about the cut."""
-    if len(text) <= limit:
-        return text, {}
-    return text[:limit] + "…", {"text_cut": True, "text_chars": len(text)}
-
-
-def _budget(texts: list[str]) -> list[int]:
-    """How many characters of each text an answer of several keeps: at most :data:`HIT_CHARS`
-    each and :data:`RESULT_CHARS` in all, the first (best) texts served first."""
-    left = RESULT_CHARS
-    out = []
-    for text in texts:
-        keep = max(0, min(len(text), HIT_CHARS, left))
-        out.append(keep)
-        left -= keep
-    return out
-
-
-def _hit(hit: Hit, limit: int = HIT_CHARS) -> dict[str, Any]:
-    r = hit.record
-    text, cut = _cut(r.text, limit)
-    out: dict[str, Any] = {
-        "id": r.id, "text": text, **cut, "kind": r.kind.value, "score": round(hit.score, 4),
-        "importance": r.importance, "occurred_at": r.occurred_at.isoformat(),
-        "status": r.status.value,
-    }  # fmt: skip
-    if r.superseded_by:
-        out["superseded_by"] = r.superseded_by
-    if r.feedback_score < 0:
-        out["pushed_down"] = True
-    if hit.breakdown is not None:
-        out["why"] = hit.breakdown.to_dict()
-    return out
-
-
-def _record(r: Record, limit: int = RESULT_CHARS) -> dict[str, Any]:
-    out = r.to_dict()
-    out.pop("space", None)
-    out["text"], cut = _cut(r.text, limit)
-    out.update(cut)
-    return out
-
-
-def _written(result: WriteResult) -> dict[str, Any]:
-    return {k: v for k, v in vars_of(result).items() if v is not None}
-
-
-def vars_of(value: Any) -> dict[str, Any]:
-    return {name: getattr(value, name) for name in value.__dataclass_fields__}
-
-
-def _block(block: CoreBlock) -> dict[str, Any]:
-    return block.to_dict()
 
 
 def _own(b: Binding, record_id: str) -> Record:
@@ -242,14 +184,18 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
             str | None,
             Field(description="the conversation or run it belongs to", max_length=100),
         ] = None,
-    ) -> dict[str, Any]:
+        ttl: Annotated[
+            float | None,
+            Field(gt=0, description="keep it this many seconds (e.g. 3600), then it is closed"),
+        ] = None,
+    ) -> dict[str, Any]:  # fmt: skip
         b = bind(ctx)
         result = b.memory.remember(
             text, agent=b.agent, kind=kind, importance=importance, occurred_at=occurred_at,
-            domain=domain, tags=tags or (), valid_until=valid_until, session=session,
+            domain=domain, tags=tags or (), valid_until=valid_until, session=session, ttl=ttl,
             actor=b.actor,
         )  # fmt: skip
-        return _written(result)
+        return written(result)
 
     @tool(
         "The memories that best answer a question, best first, with ids, dates and status. "
@@ -274,14 +220,15 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
         session: Annotated[
             str | None, Field(description=PARAMS["session"].doc, max_length=100)
         ] = None,
+        refresh_ttl: Annotated[bool, Field(description=PARAMS["refresh_ttl"].doc)] = False,
     ) -> list[dict[str, Any]]:
         b = bind(ctx)
         hits = b.memory.recall(
             query, agent=b.agent, k=k, as_of=as_of, include_history=include_history,
-            kinds=kinds, explain=explain, filter=filter, session=session,
+            kinds=kinds, explain=explain, filter=filter, session=session, refresh_ttl=refresh_ttl,
         )  # fmt: skip
-        limits = _budget([h.record.text for h in hits])
-        return [_hit(h, limit) for h, limit in zip(hits, limits, strict=True)]
+        limits = budget([h.record.text for h in hits])
+        return [hit_answer(h, limit) for h, limit in zip(hits, limits, strict=True)]
 
     @tool(
         "Correct a memory: store the new text as the replacement of the record you name. The old "
@@ -298,13 +245,13 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
     ) -> dict[str, Any]:
         b = bind(ctx)
         _own(b, record_id)
-        return _written(b.memory.supersede(record_id, text, reason=reason, actor=b.actor))
+        return written(b.memory.supersede(record_id, text, reason=reason, actor=b.actor))
 
     @tool("Close a record that stopped being true with nothing replacing it. Kept in history.")
     def close(ctx: Context, record_id: Id, reason: Reason) -> dict[str, Any]:
         b = bind(ctx)
         _own(b, record_id)
-        return _record(b.memory.close_record(record_id, reason, actor=b.actor))
+        return record_answer(b.memory.close_record(record_id, reason, actor=b.actor))
 
     @tool("Confirm a record is still true: it stops losing rank to staleness.")
     def verify(
@@ -316,7 +263,7 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
     ) -> dict[str, Any]:
         b = bind(ctx)
         _own(b, record_id)
-        return _record(b.memory.verify(record_id, actor=b.actor, reason=reason))
+        return record_answer(b.memory.verify(record_id, actor=b.actor, reason=reason))
 
     @tool(
         "Rate a memory: 'harmful' when it misled you (it ranks lower from then on), 'helpful' "
@@ -332,7 +279,7 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
     ) -> dict[str, Any]:
         b = bind(ctx)
         _own(b, record_id)
-        return _record(b.memory.feedback(record_id, signal, reason, actor=b.actor))
+        return record_answer(b.memory.feedback(record_id, signal, reason, actor=b.actor))
 
     @tool(
         "Delete a memory for good. Only for noise nothing depends on, or personal data you were "
@@ -356,12 +303,12 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
         b = bind(ctx)
         _own(b, record_id)
         versions = b.memory.history(record_id)
-        limits = _budget([r.text for r in versions])
-        return [_record(r, limit) for r, limit in zip(versions, limits, strict=True)]
+        limits = budget([r.text for r in versions])
+        return [record_answer(r, limit) for r, limit in zip(versions, limits, strict=True)]
 
     @tool("One record with every field (status, validity, who superseded it, ratings).")
     def get(ctx: Context, record_id: Id) -> dict[str, Any]:
-        return _record(_own(bind(ctx), record_id))
+        return record_answer(_own(bind(ctx), record_id))
 
     @tool(
         "A prompt-ready block for a question: your core memory blocks, the best evidence with "
@@ -390,7 +337,7 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
         block = b.memory.context(
             query, agent=b.agent, crisis=crisis, k=k, budget_tokens=budget_tokens
         )
-        core = _core_text(b.memory.core_blocks(b.agent))
+        core = core_text(b.memory.core_blocks(b.agent))
         return f"{core}{block.text}"
 
     @tool(
@@ -408,7 +355,7 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
     ) -> list[dict[str, Any]]:
         b = bind(ctx)
         blocks = b.memory.core_blocks(b.agent, as_of=as_of)
-        return [_block(x) for x in blocks if label is None or x.label == label]
+        return [block_answer(x) for x in blocks if label is None or x.label == label]
 
     @tool(
         "Append to one of your core memory blocks (e.g. 'human': what you learn about the user). "
@@ -422,7 +369,7 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
         ],
     ) -> dict[str, Any]:
         b = bind(ctx)
-        return _block(b.memory.core_append(b.agent, label, content, actor=b.actor))
+        return block_answer(b.memory.core_append(b.agent, label, content, actor=b.actor))
 
     @tool(
         "Replace text in one of your core memory blocks (every occurrence of old_content; an "
@@ -440,7 +387,7 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
     ) -> dict[str, Any]:
         b = bind(ctx)
         block = b.memory.core_replace(b.agent, label, old_content, new_content, actor=b.actor)
-        return _block(block)
+        return block_answer(block)
 
     @tool(
         "Review your memory: proposals to verify stale facts, forget unused noise, link versions "
@@ -478,13 +425,6 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
         return found[0].text
 
     return server
-
-
-def _core_text(blocks: list[CoreBlock]) -> str:
-    if not blocks:
-        return ""
-    parts = [f"<{b.label}>\n{b.text}\n</{b.label}>" for b in blocks]
-    return "Core memory:\n" + "\n".join(parts) + "\n\n"
 
 
 def stdio_binding(memory: Memory, agent: str) -> Callable[[Context], Binding]:

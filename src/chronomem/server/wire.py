@@ -104,6 +104,14 @@ class _NewRecord(_In):
     session: str | None = Field(
         default=None, description="the conversation, thread or run it belongs to", max_length=100
     )
+    ttl: timedelta | None = Field(
+        default=None, gt=timedelta(0),
+        description="time to live: seconds, or an ISO 8601 duration such as PT2H; the record "
+        "is closed (audited, kept in history) when it runs out",
+    )  # fmt: skip
+    expires_at: AwareDatetime | None = Field(
+        default=None, description="... or the instant it closes (not with ttl)"
+    )
     embedding: list[float] | None = None
     passage_embeddings: list[list[float]] | None = Field(
         default=None,

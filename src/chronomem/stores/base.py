@@ -285,6 +285,14 @@ class MemoryStore(Protocol):
 
     def close_records(self, space: str, closures: Sequence[Closure]) -> None: ...
 
+    def expiring(self, space: str, now_us: int) -> list[str]:
+        """The ids of open records whose ``expires_at`` is at or before ``now_us``."""
+        ...
+
+    def refresh_expiry(self, space: str, ids: Sequence[str], now_us: int) -> int:
+        """Extend each open, unexpired record's expiry to ``now_us`` + its ``ttl``."""
+        ...
+
     def set_verified(self, space: str, record_id: str, at_us: int) -> None: ...
 
     def set_passages(self, space: str, items: Sequence[tuple[str, F32]]) -> None:

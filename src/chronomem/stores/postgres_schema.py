@@ -199,4 +199,14 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX records_by_session ON records(space, session) WHERE session IS NOT NULL",
         ),
     ),
+    Migration(
+        8,
+        "time to live: when an open record closes, and the span a refreshing read extends",
+        (
+            "ALTER TABLE records ADD COLUMN expires_at TIMESTAMPTZ",
+            "ALTER TABLE records ADD COLUMN ttl DOUBLE PRECISION",
+            "CREATE INDEX records_expiring ON records(space, expires_at)"
+            " WHERE status = 'open' AND expires_at IS NOT NULL",
+        ),
+    ),
 )

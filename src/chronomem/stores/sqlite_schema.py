@@ -247,4 +247,14 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX records_by_session ON records(space, session) WHERE session IS NOT NULL",
         ),
     ),
+    Migration(
+        12,
+        "time to live: when an open record closes, and the span a refreshing read extends",
+        (
+            "ALTER TABLE records ADD COLUMN expires_at INTEGER",
+            "ALTER TABLE records ADD COLUMN ttl REAL",
+            "CREATE INDEX records_expiring ON records(space, expires_at)"
+            " WHERE status = 'open' AND expires_at IS NOT NULL",
+        ),
+    ),
 )

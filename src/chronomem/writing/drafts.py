@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -53,6 +53,8 @@ REMEMBER_FIELDS = frozenset(
         "sensitivity",
         "speaker",
         "session",
+        "expires_at",
+        "ttl",
         "embedding",
         "passage_embeddings",
         "supersedes",
@@ -124,6 +126,7 @@ def _draft(
             "domain",
             field="replace",
         )
+    expires_at, ttl = _expiry(item.get("expires_at"), item.get("ttl"), now)
     record = Record(
         id=ids.new_id(now),
         space=space,
@@ -147,11 +150,45 @@ def _draft(
         has_embedding=vector is not None,
         speaker=_label(item.get("speaker"), "speaker", "a name or a role"),
         session=_label(item.get("session"), "session", "a conversation, thread or run id"),
+        expires_at=expires_at,
+        ttl=ttl,
     )
     return Draft(record, vector, supersedes, needs_importance, passages, replace)
 
 
 _MAX_LABEL_CHARS = 100
+#: The longest time to live: a hundred years of 365.25 days.
+MAX_TTL_SECONDS = 100 * 365.25 * 86400
+
+
+def _expiry(expires_at: object, ttl: object, now: datetime) -> tuple[datetime | None, float | None]:
+    """A write's time to live as (``expires_at``, ``ttl`` in seconds): from ``ttl`` (seconds or
+    a ``timedelta``), counted from the write's instant, or from ``expires_at`` (its span from
+    now is what a refreshing read extends it by)."""
+    if ttl is None and expires_at is None:
+        return None, None
+    if ttl is not None and expires_at is not None:
+        raise InvalidInputError("give ttl or expires_at, not both", field="ttl")
+    if ttl is not None:
+        seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else ttl
+        span = number_in(
+            seconds,
+            "ttl",
+            0,
+            MAX_TTL_SECONDS,
+            low_open=True,
+            what="of seconds above 0 and at most a hundred years (or a timedelta)",
+        )
+        return now + timedelta(seconds=span), span
+    end = optional_instant(expires_at, "expires_at")
+    assert end is not None
+    if end <= now:
+        raise InvalidInputError(
+            f"expires_at {end.isoformat()} is not after the write's instant {now.isoformat()}: "
+            f"the record would be stored expired",
+            field="expires_at",
+        )
+    return end, (end - now).total_seconds()
 
 
 def _label(value: object, field: str, what: str) -> str | None:

@@ -106,15 +106,21 @@ def _chronomem_classes() -> tuple[type, type]:
     from chronomem.adapters.langgraph import ChronomemStore
 
     class Sync(_Lifecycle, ChronomemStore):
-        def __init__(self, conn: Any = ":memory:", *, index: Any = None, **_: Any) -> None:
+        def __init__(
+            self, conn: Any = ":memory:", *, index: Any = None, ttl: Any = None, **_: Any
+        ) -> None:
             self._memory = Memory.open(_location(conn), embedder=None)
-            super().__init__(self._memory, index=index)
+            super().__init__(self._memory, index=index, ttl=ttl)
+
+        def sweep_ttl(self) -> int:
+            return ChronomemStore.sweep_ttl(self)
 
         def close(self) -> None:
             self._memory.close()
 
     class Async(_AsyncLifecycle, Sync):
-        pass
+        async def sweep_ttl(self) -> int:  # type: ignore[override]
+            return await ChronomemStore.asweep_ttl(self)
 
     return Sync, Async
 

@@ -19,7 +19,8 @@ __all__ = ["peek_hits", "recall_hits", "register"]
 
 # The two read verbs, for their routes here and for the hot path (``server/hot.py``).
 def recall_hits(service: Service, space: str, body: wire.RecallIn, key: str | None) -> list[Hit]:
-    caller = service.gate.caller(key, space, Scope.WRITE if body.touch else Scope.READ)
+    writes = body.touch or body.refresh_ttl
+    caller = service.gate.caller(key, space, Scope.WRITE if writes else Scope.READ)
     options = ReadOptions.from_arguments({**body.model_dump(), "actor": caller.actor})
     return service.memory(space).recall(
         body.query, options=options, query_embedding=body.query_embedding
@@ -27,7 +28,7 @@ def recall_hits(service: Service, space: str, body: wire.RecallIn, key: str | No
 
 
 def peek_hits(service: Service, space: str, body: wire.PeekIn, key: str | None) -> list[Hit]:
-    caller = service.gate.caller(key, space, Scope.READ)
+    caller = service.gate.caller(key, space, Scope.WRITE if body.refresh_ttl else Scope.READ)
     options = ReadOptions.from_arguments({**body.model_dump(), "actor": caller.actor})
     return service.memory(space).peek(
         body.query, options=options, query_embedding=body.query_embedding
@@ -48,7 +49,8 @@ def register(v1: APIRouter, service: Service) -> None:
 
     @v1.post("/recall-many", tags=["reads"])
     def recall_many(space: str, body: wire.RecallManyIn, auth: Credentials) -> list[list[Hit]]:
-        caller = service.allow(auth, space, Scope.WRITE if body.touch else Scope.READ)
+        writes = body.touch or body.refresh_ttl
+        caller = service.allow(auth, space, Scope.WRITE if writes else Scope.READ)
         options = ReadOptions.from_arguments({**body.model_dump(), "actor": caller.actor})
         return service.memory(space).recall_many(
             body.queries, options=options, query_embeddings=body.query_embeddings

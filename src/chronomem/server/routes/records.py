@@ -54,15 +54,18 @@ def register(v1: APIRouter, service: Service) -> None:
             str | None, Query(description="a filter as JSON: " + PARAMS["filter"].doc)
         ] = None,
         session: Annotated[str | None, Query(description=PARAMS["session"].doc)] = None,
+        refresh_ttl: Annotated[
+            bool, Query(description=PARAMS["refresh_ttl"].doc + " (a write: needs write scope)")
+        ] = False,
     ) -> list[Record]:
         """Browse without a query, newest first (``agent`` and ``kind`` repeat; ``status``:
         open, closed or superseded at ``as_of``)."""
-        service.allow(auth, space, Scope.READ)
+        service.allow(auth, space, Scope.WRITE if refresh_ttl else Scope.READ)
         return service.memory(space).records(
             agents=agent, kinds=kind, domain=domain, include_history=include_history,
             since=instant(since, "since"), until=instant(until, "until"),
             as_of=instant(as_of), limit=limit, offset=offset, status=status,
-            filter=json_object(filter, "filter"), session=session,
+            filter=json_object(filter, "filter"), session=session, refresh_ttl=refresh_ttl,
         )  # fmt: skip
 
     @v1.get("/records/{record_id}", tags=["records"])
@@ -138,6 +141,12 @@ def register(v1: APIRouter, service: Service) -> None:
             body.filter, body.reason, agent=body.agent, agents=body.agents, purge=body.purge,
             dry_run=body.dry_run, actor=caller.actor,
         )  # fmt: skip
+
+    @v1.post("/expire", tags=["lifecycle"])
+    def expire(space: str, auth: Credentials) -> list[str]:
+        """Store the close of every record whose time to live ran out; their ids."""
+        service.allow(auth, space, Scope.WRITE)
+        return service.memory(space).expire()
 
     @v1.get("/audit", tags=["lifecycle"])
     def audit(space: str, auth: Credentials) -> list[AuditEntry]:

@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from chronomem.arrays import I64
 from chronomem.errors import StoreError
-from chronomem.model.record import EMBEDDING_KEY
+from chronomem.model.record import EMBEDDING_KEY, Status
 from chronomem.stores.base import NEVER, SINCE_EVER, RecordColumns
 from chronomem.stores.sql.backend import SQLBackend, marks, passages_from_blob
 from chronomem.text import spoken
@@ -38,7 +39,7 @@ def load_columns(
         f" ELSE {us('valid_until_before')} END, {NEVER}),"
         f" domain, event_id, embedding, passages,"
         f" NULLIF(metadata, '{{}}'), {us('occurred_at')}, speaker, NULLIF(tags, '[]'),"
-        f" sensitivity, status, session FROM records"
+        f" sensitivity, status, session, COALESCE({us('expires_at')}, {NEVER}) FROM records"
         f" WHERE space = ? AND agent IN ({marks(len(agents))})"
     )
     params: list[Any] = [space, *agents]
@@ -85,6 +86,10 @@ def _columns(rows: list[Any], location: str) -> RecordColumns:
         buf = b"".join(b if b is not None else zero for b in blobs)
         embeddings = np.frombuffer(buf, dtype="<f4").reshape(n, -1).astype(np.float32)
     dim = None if embeddings is None else embeddings.shape[1]
+    superseded_at = np.asarray(cols[11], dtype=np.int64)
+    valid_until = np.asarray(cols[10], dtype=np.int64)
+    status = list(cols[23])
+    _expire(np.asarray(cols[25], dtype=np.int64), superseded_at, valid_until, status)
     return RecordColumns(
         pk=np.asarray(cols[0], dtype=np.int64),
         ids=list(cols[1]),
@@ -97,8 +102,8 @@ def _columns(rows: list[Any], location: str) -> RecordColumns:
         last_accessed_at=np.asarray(cols[7], dtype=np.int64),
         last_verified_at=np.asarray(cols[8], dtype=np.int64),
         valid_from=np.asarray(cols[9], dtype=np.int64),
-        valid_until=np.asarray(cols[10], dtype=np.int64),
-        superseded_at=np.asarray(cols[11], dtype=np.int64),
+        valid_until=valid_until,
+        superseded_at=superseded_at,
         feedback_score=np.asarray(cols[12], dtype=np.float64),
         valid_until_before=np.asarray(cols[13], dtype=np.int64),
         domains=list(cols[14]),
@@ -110,10 +115,23 @@ def _columns(rows: list[Any], location: str) -> RecordColumns:
         tags=list(cols[21]),
         metadata=list(cols[18]),
         sensitivity=list(cols[22]),
-        status=list(cols[23]),
+        status=status,
         sessions=list(cols[24]),
         speakers=list(cols[20]),
     )
+
+
+def _expire(expires_at: I64, superseded_at: I64, valid_until: I64, status: list[str]) -> None:
+    """An open record with a time to live, as every read treats it: closed at its expiry, its
+    window ending there (``valid_until_before``, the window before the close, is its stored end).
+    The close the next write stores (``lifecycle.rules.expiry_closures``) writes these values."""
+    expiring = np.flatnonzero((expires_at < NEVER) & (superseded_at == NEVER))
+    if expiring.size == 0:
+        return
+    superseded_at[expiring] = expires_at[expiring]
+    valid_until[expiring] = np.minimum(valid_until[expiring], expires_at[expiring])
+    for row in expiring.tolist():
+        status[row] = Status.CLOSED.value
 
 
 def _embedding_key(metadata: str | None) -> str | None:

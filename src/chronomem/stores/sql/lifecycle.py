@@ -14,6 +14,7 @@ from chronomem.stores.sql import fulltext
 from chronomem.stores.sql.backend import (
     SQLBackend,
     bump,
+    by_ids,
     check_vector_model,
     chunks,
     instant_param,
@@ -26,7 +27,9 @@ __all__ = [
     "close_records",
     "delete_records",
     "dependants",
+    "expiring",
     "flag_evidence",
+    "refresh_expiry",
     "set_embeddings",
     "set_passages",
     "set_verified",
@@ -54,6 +57,40 @@ def close_records(db: SQLBackend, space: str, closures: Sequence[Closure]) -> No
                     f"record {c.record_id} is no longer open (changed concurrently)",
                     record_id=c.record_id,
                 )
+
+
+def expiring(db: SQLBackend, space: str, now_us: int) -> list[str]:
+    """The open records whose time to live ran out by ``now_us`` (an index probe: only open
+    records with an expiry are in ``records_expiring``)."""
+    rows = db._query(
+        "SELECT id FROM records WHERE space = ? AND status = 'open'"
+        " AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at, id",
+        (space, db._bind(now_us)),
+    )
+    return [r[0] for r in rows]
+
+
+def refresh_expiry(db: SQLBackend, space: str, ids: Sequence[str], now_us: int) -> int:
+    """Move the expiry of each record of ``ids`` still open and unexpired at ``now_us`` to
+    ``now_us`` plus its ``ttl``; returns how many moved. An expired record is not revived."""
+    if not ids:
+        return 0
+    rows = [
+        row
+        for row in by_ids(db, "SELECT id, ttl, expires_at, status FROM records", space, ids)
+        if row[1] is not None and row[3] == "open" and (db._read(row[2]) or 0) > now_us
+    ]
+    if not rows:
+        return 0
+    with db.write():
+        seq = bump(db, space)
+        db._executemany(
+            "UPDATE records SET expires_at = ?, change_seq = ?"
+            f" WHERE id = ? AND {db._hint('space')} = ? AND status = 'open'",
+            [(db._bind(now_us + round(float(ttl) * 1_000_000)), seq, rid, space)
+             for rid, ttl, _, _ in rows],
+        )  # fmt: skip
+    return len(rows)
 
 
 def set_verified(db: SQLBackend, space: str, record_id: str, at_us: int) -> None:

@@ -10,7 +10,14 @@ from typing import Any
 
 from chronomem.analysis.analyser import default_analyser
 from chronomem.arrays import F32
-from chronomem.model.record import EvidenceStatus, Kind, Record, Sensitivity, Status
+from chronomem.model.record import (
+    INSTANT_FIELDS,
+    EvidenceStatus,
+    Kind,
+    Record,
+    Sensitivity,
+    Status,
+)
 from chronomem.stores.base import StoredRecord
 from chronomem.stores.sql import fulltext
 from chronomem.stores.sql.backend import (
@@ -50,12 +57,9 @@ RECORD_COLUMNS = (
     "last_accessed_at", "last_verified_at", "valid_from", "valid_until", "status",
     "superseded_by", "superseded_at", "valid_until_before", "closed_reason", "supersedes",
     "domain", "tags", "metadata", "evidence", "depth", "event_id", "sensitivity",
-    "evidence_status", "feedback_score", "speaker", "session",
+    "evidence_status", "feedback_score", "speaker", "session", "expires_at", "ttl",
 )  # fmt: skip
-_INSTANTS = frozenset(
-    {"occurred_at", "recorded_at", "last_accessed_at", "last_verified_at", "valid_from",
-     "valid_until", "superseded_at", "valid_until_before"}
-)  # fmt: skip
+_INSTANTS = frozenset(INSTANT_FIELDS)
 _KINDS = {k.value: k for k in Kind}
 _STATUSES = {s.value: s for s in Status}
 _SENSITIVITIES = {s.value: s for s in Sensitivity}
@@ -77,6 +81,7 @@ def _params(db: SQLBackend, r: Record) -> tuple[Any, ...]:
                 json_text(list(r.tags)), json_text(dict(r.metadata)),
                 json_text(list(r.evidence)), r.depth, r.event_id, r.sensitivity.value,
                 r.evidence_status.value, float(r.feedback_score), r.speaker, r.session,
+                r.expires_at, r.ttl,
             ),
             strict=True,
         )
@@ -117,6 +122,8 @@ def to_record(db: SQLBackend, row: Sequence[Any]) -> Record:
         has_embedding=bool(row[len(RECORD_COLUMNS)]),
         speaker=v["speaker"],
         session=v["session"],
+        expires_at=read_instant(db, v["expires_at"]),
+        ttl=None if v["ttl"] is None else float(v["ttl"]),
     )
 
 

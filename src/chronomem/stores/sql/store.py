@@ -372,6 +372,12 @@ class SQLStore(StoreMetadata):
     def close_records(self, space: str, closures: Sequence[Closure]) -> None:
         lifecycle.close_records(self, space, closures)
 
+    def expiring(self, space: str, now_us: int) -> list[str]:
+        return lifecycle.expiring(self, space, now_us)
+
+    def refresh_expiry(self, space: str, ids: Sequence[str], now_us: int) -> int:
+        return lifecycle.refresh_expiry(self, space, ids, now_us)
+
     def set_verified(self, space: str, record_id: str, at_us: int) -> None:
         lifecycle.set_verified(self, space, record_id, at_us)
 
