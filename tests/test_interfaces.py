@@ -313,22 +313,6 @@ DRIFT_REFLECT = (
     "DRIFT: HTTP and the clients take as_of and touch for reflect; `chronomem reflect` has "
     "neither (the global --now moves the clock, which is not as_of) (cli/main.py 'reflect')"
 )
-DRIFT_EVENT_METADATA = (
-    "DRIFT: HTTP and the clients take metadata for add_event, `remember` has --metadata; "
-    "`chronomem event` has none (cli/main.py 'event')"
-)
-DRIFT_LINK = (
-    "DRIFT: HTTP and the clients take provenance and similarity; `chronomem link` writes "
-    "explicit links only (cli/main.py 'link', cli/commands.py link_command)"
-)
-DRIFT_EMBED_BATCH = (
-    "DRIFT: `chronomem reembed` has --batch; embed-records and embed-passages have none "
-    "(cli/main.py)"
-)
-DRIFT_ACCESS_LIMIT = (
-    "DRIFT: `access-log show --limit` defaults to 50; the library and HTTP default to 100 "
-    "(cli/main.py 'access-log')"
-)
 DRIFT_CLI_VERB = (
     "DRIFT: the library, HTTP and the clients have it; the CLI has no command for it "
     "(cli/main.py build_parser)"
@@ -519,15 +503,9 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
     ("recall_many", "cli", ALL): ONE_CALL,
     ("get_many", "cli", ALL): ONE_CALL,
     ("agents", "cli", ALL): VIA_STATS,
-    ("add_event", "cli", "metadata"): DRIFT_EVENT_METADATA,
-    ("link", "cli", "provenance"): DRIFT_LINK,
-    ("link", "cli", "similarity"): DRIFT_LINK,
     ("reflect", "cli", "as_of"): DRIFT_REFLECT,
     ("reflect", "cli", "touch"): DRIFT_REFLECT,
     ("maybe_reflect", "cli", "as_of"): DRIFT_REFLECT,
-    ("embed_records", "cli", "batch"): DRIFT_EMBED_BATCH,
-    ("embed_passages", "cli", "batch"): DRIFT_EMBED_BATCH,
-    ("accesses", "cli", "limit"): DRIFT_ACCESS_LIMIT,
     ("get_event", "cli", ALL): DRIFT_CLI_VERB,
     ("auto_link", "cli", ALL): DRIFT_CLI_VERB,
     ("proposals", "cli", ALL): DRIFT_CLI_VERB,

@@ -106,3 +106,34 @@ def test_reason_is_the_same_flag_everywhere(
     help_text = " ".join(capsys.readouterr().out.split())
     expected = "required" if required else "optional"
     assert f"--reason REASON why (kept in the audit log; {expected})" in help_text
+
+
+def test_events_links_and_backfills_take_the_librarys_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The flags the drift test found missing: ``event --metadata``, ``link --provenance
+    --similarity``, ``embed-records`` / ``embed-passages --batch``, ``access-log show --limit``
+    defaulting to the library's 100."""
+    common = ("--db", str(tmp_path / "g.db"), "--no-embedder")
+    _, rain, _ = run(
+        capsys, "event", "heavy rain", "--occurred-at", "2024-03-01T00:00:00Z",
+        "--metadata", '{"mm": 80}', "--json", *common,
+    )  # fmt: skip
+    _, flood, _ = run(
+        capsys, "event", "the river flooded", "--occurred-at", "2024-03-02T00:00:00Z", "--json",
+        *common,
+    )  # fmt: skip
+    rain_id, flood_id = json.loads(rain)["id"], json.loads(flood)["id"]
+    assert json.loads(rain)["metadata"] == {"mm": 80}
+    code, out, err = run(
+        capsys, "link", rain_id, flood_id, "--weight", "0.5", "--provenance", "inferred",
+        "--similarity", "0.7", "--json", *common,
+    )  # fmt: skip
+    assert code == 0, err
+    link = json.loads(out)
+    assert (link["provenance"], link["similarity"], link["weight"]) == ("inferred", 0.7, 0.5)
+    parser = build_parser()
+    for command in ("embed-records", "embed-passages"):
+        assert parser.parse_args([command, "--batch", "10"]).batch == 10
+        assert parser.parse_args([command]).batch == 512  # the library's default
+    assert parser.parse_args(["access-log", "show"]).limit == 100

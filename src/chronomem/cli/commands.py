@@ -212,8 +212,9 @@ def audit_command(args: argparse.Namespace, cfg: Settings) -> int:
 def event_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg, create=True, writes=True) as mem:
         event = mem.add_event(
-            args.text, occurred_at=args.occurred_at, kind=args.kind, scope=args.scope
-        )
+            args.text, occurred_at=args.occurred_at, kind=args.kind, scope=args.scope,
+            metadata=args.metadata,
+        )  # fmt: skip
     if args.json:
         print_json(event.to_dict())
     else:
@@ -228,7 +229,10 @@ def link_command(args: argparse.Namespace, cfg: Settings) -> int:
             said = "removed" if removed else "no such link"
             print_result(args, {"removed": removed}, lambda: print(said))
             return 0
-        link = mem.link(args.cause, args.effect, weight=args.weight)
+        link = mem.link(
+            args.cause, args.effect, weight=args.weight, provenance=args.provenance,
+            similarity=args.similarity,
+        )  # fmt: skip
         texts = {e: mem.get_event(e).text for e in (link.cause, link.effect)}
     print_result(args, link, lambda: print(format_link(link, texts)))
     return 0
@@ -457,14 +461,14 @@ def reembed_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 def embed_records_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
-        done = mem.embed_records(progress=sys.stderr.isatty())
+        done = mem.embed_records(progress=sys.stderr.isatty(), batch=args.batch)
     print_result(args, {"embedded": done}, lambda: print(f"{done} record(s) gained a vector"))
     return 0
 
 
 def embed_passages_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
-        done = mem.embed_passages(progress=sys.stderr.isatty())
+        done = mem.embed_passages(progress=sys.stderr.isatty(), batch=args.batch)
     print_result(
         args, {"embedded": done}, lambda: print(f"{done} record(s) gained passage vectors")
     )

@@ -18,6 +18,7 @@ from chronomem import __version__
 from chronomem.cli import browse, commands, curation, service
 from chronomem.cli.arguments import (
     instant,
+    metadata,
     missing_vectors_flag,
     reason_flag,
     record_fields,
@@ -27,7 +28,7 @@ from chronomem.cli.arguments import (
 from chronomem.cli.settings import settings
 from chronomem.config import PRESETS
 from chronomem.errors import ChronomemError
-from chronomem.model.event import EventKind
+from chronomem.model.event import EventKind, Provenance
 from chronomem.model.record import Kind, Sensitivity
 
 __all__ = ["EXIT_CODES", "build_parser", "main"]
@@ -208,12 +209,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", default="happening", choices=[k.value for k in EventKind])
     p.add_argument("--occurred-at", type=instant, help="world time (default: now)")
     p.add_argument("--scope", help="institution, district... (for the scope fallback)")
+    p.add_argument(
+        "--metadata", type=metadata, metavar="JSON", help="a JSON object kept with the event"
+    )
     p.set_defaults(func=commands.event_command)
 
     p = sub.add_parser("link", parents=[common], help="add (or --remove) a causal link")
     p.add_argument("cause", help="event id")
     p.add_argument("effect", help="event id")
     p.add_argument("--weight", type=float, default=1.0, help="in (0, 1], default 1")
+    p.add_argument(
+        "--provenance", choices=[v.value for v in Provenance], default=Provenance.EXPLICIT.value,
+        help="explicit (asserted, the default) or inferred (a guess an explicit link replaces)",
+    )  # fmt: skip
+    p.add_argument("--similarity", type=float, help="an inferred link's similarity, if any")
     p.add_argument("--remove", action="store_true", help="remove the link instead")
     p.set_defaults(func=commands.link_command)
 
@@ -318,6 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="embed the records written without a vector (e.g. with --allow-missing-vectors)",
     )
+    p.add_argument("--batch", type=int, default=512, help="records per transaction (512)")
     p.set_defaults(func=commands.embed_records_command)
 
     p = sub.add_parser(
@@ -325,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="backfill passage vectors for records of several sentences written without them",
     )
+    p.add_argument("--batch", type=int, default=512, help="records per transaction (512)")
     p.set_defaults(func=commands.embed_passages_command)
 
     review = sub.add_parser(
@@ -349,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("action", choices=["on", "off", "show"])
     p.add_argument("id", nargs="?", help="show: only this record's reads")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=int, default=100, help="show: at most this many (default 100)")
     p.set_defaults(func=curation.access_log_command)
 
     p = sub.add_parser(
