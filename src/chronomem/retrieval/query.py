@@ -51,6 +51,13 @@ class Query:
     switched_to: str | None = None
     filter: Filter | None = None
 
+    @property
+    def ranks_versions(self) -> bool:
+        """Whether version-aware ranking applies: it needs the query's vector, and a crisis read
+        has none of it (it asks why something happened, not for the current state of anything:
+        the band would hand the newest of the chain's memories a lead over its root)."""
+        return self.vector is not None and self.crisis is None
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Crisis:

@@ -1,5 +1,8 @@
-"""One read, stage by stage (DESIGN §2): candidates (``columns.py``), relevance
-(``relevance.py``), lifecycle factor, score, versions, causal boost, rank, dedup, hits.
+"""One read as the named stages of DESIGN §2, each a function of one :class:`ReadState`
+(``state.py``): candidates → components (relevance: lexical, pre-selection, and the dense
+cosines — exact, or the int8 copy's scan as a strategy) → cues and lifecycle factors → score
+(normalisation, episodic score, factors) → causal boost → versions → rank (with dedup) → the
+crisis's re-fuse → hits (with explanations, ``explain.py``).
 
 This module reads the store and the in-memory arrays but never writes; touching is the engine's
 job, after the hits are known.
@@ -8,30 +11,30 @@ job, after the hits are known.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import numpy as np
 import numpy.typing as npt
 
-from chronomem.analysis.scripts import LANGUAGES, reads
-from chronomem.arrays import F64, I64, Mask, Rows
+from chronomem.arrays import F32, F64, I64, Mask, Rows
 from chronomem.clock import to_micros
 from chronomem.config import Normalisation, RecencyMode, RelevanceMode, ScoringConfig
-from chronomem.graph.boost import Boost, association
 from chronomem.lifecycle.rules import decay_factor, feedback_factor
-from chronomem.model.record import Breakdown, CausalPart, Hit, Kind, Record
+from chronomem.model.record import Hit, Kind, Record
 from chronomem.retrieval import compact
 from chronomem.retrieval.codes import KIND_CODES
 from chronomem.retrieval.columns import Columns, columns, visible
 from chronomem.retrieval.crisis import fuse_boost
-from chronomem.retrieval.cues import SpeakerCue, TimeCue, speaker_cue, time_cue
+from chronomem.retrieval.cues import TimeCue, speaker_cue, time_cue
+from chronomem.retrieval.explain import breakdown
 from chronomem.retrieval.filtering import filter_mask, kinds_named
-from chronomem.retrieval.languages import Coverage, model_reads
+from chronomem.retrieval.languages import model_reads
 from chronomem.retrieval.query import Crisis, Query
 from chronomem.retrieval.relevance import gather_is_cheap, lexical, preselect, similarities
 from chronomem.retrieval.similarity import by_similarity, similarity_of
 from chronomem.retrieval.space import SpaceIndex
+from chronomem.retrieval.state import Factors, ReadState
 from chronomem.scoring.score import Candidates, Scores, rank, score
 from chronomem.scoring.versions import adjust_versions, spread_sessions
 from chronomem.stores.base import MemoryStore
@@ -76,40 +79,7 @@ def _narrowed(cols: Columns, q: Query, mask: Mask | None, chosen: Mask | None) -
     return mask if chosen is None else mask & chosen
 
 
-@dataclass(frozen=True, slots=True)
-class _Factors:
-    """The multiplicative factors of DESIGN §2 step 5: the lifecycle's decay and feedback, and
-    the question's time window (``cues.py``)."""
-
-    decay: F64 | None
-    feedback: F64 | None
-    when: TimeCue | None = None
-
-    @property
-    def factor(self) -> F64 | None:
-        parts = [f for f in (self.decay, self.feedback) if f is not None]
-        if self.when is not None:
-            parts.append(self.when.factor)
-        if not parts:
-            return None
-        out = parts[0]
-        for part in parts[1:]:
-            out = out * part
-        return out
-
-    def at(self, row: int) -> dict[str, float]:
-        out = {}
-        named = (("decay", self.decay), ("feedback", self.feedback))
-        for name, values in (
-            *named,
-            ("time_window", None if self.when is None else self.when.factor),
-        ):
-            if values is not None and values[row] != 1.0:
-                out[name] = float(values[row])
-        return out
-
-
-def _lifecycle(cols: Columns, q: Query, when: TimeCue | None) -> _Factors:
+def _lifecycle(cols: Columns, q: Query, when: TimeCue | None) -> Factors:
     """DESIGN §2 step 5, skipped entirely when no row can have a factor other than 1."""
     life = q.config.lifecycle
     bounds = [a.bounds() for a in cols.arrays]
@@ -126,7 +96,7 @@ def _lifecycle(cols: Columns, q: Query, when: TimeCue | None) -> _Factors:
     feedback = None
     if life.feedback_strength != 0.0 and any(b.any_feedback for b in bounds):
         feedback = feedback_factor(cols.cat("feedback_score"), life)
-    return _Factors(decay, feedback, when)
+    return Factors(decay, feedback, when)
 
 
 def _select(
@@ -163,173 +133,55 @@ def _select(
     return groups
 
 
-def _causal_part(cols: Columns, boost: Boost, crisis: Crisis, row: int, q: Query) -> CausalPart:
-    causal = q.config.causal
-    j = boost.event(row)
-    if j < 0:
-        return CausalPart(boost=0.0, fusion=causal.fusion.value, weight=causal.weight)
-    event = crisis.events[j]
-    part = int(np.searchsorted(cols.offsets, row, side="right")) - 1
-    arrays, local = cols.arrays[part], row - int(cols.offsets[part])
-    vector = None if arrays.emb is None else arrays.emb[local]
-    if crisis.languages is not None and not reads(
-        crisis.languages, LANGUAGES[int(arrays.language[local])]
-    ):
-        vector = None  # the model does not read the record's language (crisis.boost_rows)
-    value, via = association(
-        vector, arrays.event_ids[local], event, threshold=crisis.threshold, full=crisis.full
-    )
-    return CausalPart(
-        boost=float(boost.value[row]),
-        fusion=causal.fusion.value,
-        weight=causal.weight,
-        event_id=event.event_id,
-        association=value,
-        via=None if via is None else via.value,
-        depth=event.depth or None,
-        path_strength=event.strength,
-        effective_strength=event.effective,
-        fallback=event.fallback,
-        path=event.path,
-    )
-
-
-def _versions(
-    scores: Scores,
-    cols: Columns,
-    ids: npt.NDArray[np.str_],
-    recorded_at: I64,
-    q: Query,
-    when: TimeCue | None,
-) -> tuple[Scores, dict[int, dict[str, float]]]:
-    """Version-aware ranking of the best candidates (needs vectors); returns the adjusted scores
-    and, per adjusted row, the factors for explanations."""
+def _versions(state: ReadState) -> None:
+    """Version-aware ranking of the best candidates (needs vectors): adjusts the scores and
+    keeps, per adjusted row, the factors for explanations."""
+    q, cols, scores = state.q, state.cols, state.scored
     config = q.config.versions
     dims = {a.dim for a in cols.arrays if a.emb is not None and a.dim is not None}
-    if config is None or not _versions_apply(q) or len(dims) != 1:
-        return scores, {}
-    rows = rank(scores.final, recorded_at, ids, config.window)
+    if config is None or not q.ranks_versions or len(dims) != 1:
+        return
+    rows = rank(scores.final, state.recorded_at, state.ids, config.window)
     if rows.size < 2:
-        return scores, {}
+        return
+    when = state.life.when
     if asks_when_something_happened(q.text) or (when is not None and when.closed_before(q.as_of)):
         # the time of an event, or what held at a past time, is not a current state
         config = replace(config, band=0.0)
     adjustment = adjust_versions(
-        scores.final[rows], cols.vectors(rows, dims.pop()), recorded_at[rows], config
+        scores.final[rows], cols.vectors(rows, dims.pop()), state.recorded_at[rows], config
     )
     final = scores.final.copy()
     final[rows] = adjustment.scores
-    factors: dict[int, dict[str, float]] = {}
     for k, row in enumerate(rows.tolist()):
         parts = {
             "older_version": float(adjustment.demoted[k]) if adjustment.demoted[k] != 1.0 else None,
             "newer_version_bonus": float(adjustment.inherited[k]) or None,
             "recent_in_band_bonus": float(adjustment.recent[k]) or None,
         }
-        factors[row] = {name: value for name, value in parts.items() if value is not None}
-    return _spread(replace(scores, final=final), cols, ids, recorded_at, q, factors)
+        state.versions[row] = {name: value for name, value in parts.items() if value is not None}
+    state.scores = replace(scores, final=final)
+    _spread(state)
 
 
-def _versions_apply(q: Query) -> bool:
-    """Version-aware ranking needs the query's vector; a crisis read has none of it (it asks why
-    something happened, not for the current state of anything: the band would hand the newest
-    of the chain's memories a lead over its root)."""
-    return q.vector is not None and q.crisis is None
-
-
-def _spread(
-    scores: Scores,
-    cols: Columns,
-    ids: npt.NDArray[np.str_],
-    recorded_at: I64,
-    q: Query,
-    factors: dict[int, dict[str, float]],
-) -> tuple[Scores, dict[int, dict[str, float]]]:
+def _spread(state: ReadState) -> None:
     """For a question that takes every piece of evidence ("how many", "before", "switched"):
     each session's best candidate ahead of its session's others (``spread_sessions``)."""
+    q, scores = state.q, state.scored
     config = q.config.versions
     if config is None or config.spread == 0.0 or asks_for_every_piece(q.text) is None:
-        return scores, factors
-    rows = rank(scores.final, recorded_at, ids, config.spread_window)
+        return
+    rows = rank(scores.final, state.recorded_at, state.ids, config.spread_window)
     spread = spread_sessions(
-        scores.final[rows], cols.cat("occurred_at")[rows], config.session_gap // _ONE_US,
+        scores.final[rows], state.cols.cat("occurred_at")[rows], config.session_gap // _ONE_US,
         config.spread,
     )  # fmt: skip
     final = scores.final.copy()
     final[rows] *= spread
     for row, value in zip(rows.tolist(), spread.tolist(), strict=True):
         if value != 1.0:
-            factors.setdefault(row, {})["same_session"] = value
-    return replace(scores, final=final), factors
-
-
-def _breakdown(
-    cols: Columns,
-    scores: Scores,
-    life: _Factors,
-    boost: Boost | None,
-    row: int,
-    q: Query,
-    versions: dict[int, dict[str, float]],
-    chosen: Mask | None,
-    speaker: SpeakerCue | None,
-    coverage: Coverage,
-) -> Breakdown:
-    c = q.config
-    parts = scores.components(row)
-    outside = chosen is not None and not chosen[row]
-    return Breakdown(
-        preset=c.name,
-        normalisation=c.normalisation.value,
-        relevance_mode=scores.relevance_mode.value,
-        relevance_dense=None if outside else parts.dense,
-        preselected=None if chosen is None else not outside,
-        relevance_lexical=parts.lexical,
-        speaker=_speaker_of(cols, row) if parts.speaker else None,
-        cues=_cues(speaker, life.when, q, coverage.question),
-        unread_language=coverage.language_not_read(row),
-        filter=None if q.filter is None else q.filter.describe(),
-        relevance=parts.relevance,
-        recency_mode=c.recency.value,
-        age=timedelta(microseconds=parts.age_us),
-        recency_raw=parts.recency_raw,
-        recency=parts.recency,
-        importance_raw=parts.importance_raw,
-        importance=parts.importance,
-        weights=c.weights,
-        episodic=parts.episodic,
-        factors={**life.at(row), **versions.get(row, {})},
-        final=parts.final,
-        causal=None
-        if boost is None or q.crisis is None
-        else _causal_part(cols, boost, q.crisis, row, q),
-    )
-
-
-def _cues(
-    speaker: SpeakerCue | None, when: TimeCue | None, q: Query, unread_question: str | None
-) -> dict[str, str]:
-    """What the question's words made the read favour, for every hit of the read."""
-    out = {}
-    if q.switched_to is not None:
-        out["model"] = (
-            f"the store switched to {q.switched_to} after this handle opened with another "
-            "model: relevance from the words; reopen with the new model"
-        )
-    if unread_question is not None:
-        out["language"] = (
-            f"the embedding model does not read this question's language ({unread_question}): "
-            "relevance from its words"
-        )
-    if speaker is not None:
-        out["speaker"] = speaker.reason
-    if when is not None:
-        out["time"] = when.reason()
-    every = asks_for_every_piece(q.text)
-    versions = q.config.versions
-    if every is not None and versions is not None and versions.spread and _versions_apply(q):
-        out["every_piece"] = f'asks for every piece ("{every}"): each session\'s best first'
-    return out
+            state.versions.setdefault(row, {})["same_session"] = value
+    state.scores = replace(scores, final=final)
 
 
 def _listing(cols: Columns, config: ScoringConfig) -> tuple[I64 | None, Mask | None]:
@@ -339,13 +191,6 @@ def _listing(cols: Columns, config: ScoringConfig) -> tuple[I64 | None, Mask | N
         return None, None
     after = np.isin(cols.cat("kind"), [KIND_CODES[k] for k in config.listed_after])
     return cols.cat("pk"), after
-
-
-def _speaker_of(cols: Columns, row: int) -> str | None:
-    part = int(np.searchsorted(cols.offsets, row, side="right")) - 1
-    codes, names = cols.arrays[part].speakers()
-    code = int(codes[row - int(cols.offsets[part])])
-    return None if code < 0 else names[code]
 
 
 def _compact_exact(
@@ -381,97 +226,146 @@ def _compact_exact(
 def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[Hit]:
     """Run one read; returns at most ``q.k`` hits, best first. Never writes."""
     with store.snapshot():
-        raw = q.config.float64_cosines and q.vector is not None
-        cols = columns(index.arrays(q.agents, raw=raw))
-        if cols.size == 0:
+        state = _candidates(index, q)
+        if state is None:
             return []
-        mask = _visible(cols, q)
-        if mask is not None and not mask.any():
-            return []
-        q, coverage = model_reads(cols, q)
-        needs_lexical = q.vector is None or q.config.relevance is not RelevanceMode.DENSE
-        lexical_scores = lexical(store, space, cols, q.text) if needs_lexical else None
-        chosen = preselect(store, space, cols, q, lexical_scores, mask)
-        computed = _narrowed(cols, q, mask, chosen)
-        exact = _compact_exact(index, cols, q, computed)
-        bound = None
-        dense: F64 | None
-        if exact is not None:  # a large one-agent read: scan the int8 copy (compact.py)
-            a = cols.arrays[0]
-            dense, bound = compact.cosines(a.compact(), a.n, q.vector)  # type: ignore[arg-type]
-            if q.config.normalisation is not Normalisation.FIXED:
-                compact.widen_extremes(dense, bound, mask, exact)
-        elif q.vector is not None:
-            dense = similarities(
-                cols, q.vector, computed, passages=q.config.passages,
-                float64=q.raw_vector if q.config.float64_cosines else None,
-            )  # fmt: skip
-        else:
-            dense = None
-        speaker = speaker_cue(cols, q)
-        when = time_cue(cols, q, mask)
-        life = _lifecycle(cols, q, when)
-        recorded_at: I64 = cols.cat("recorded_at")
-        ids: npt.NDArray[np.str_] = cols.cat("ids")
-        inserted, listed_after = _listing(cols, q.config)
-        candidates = Candidates(
-            mask=mask,
-            importance=cols.cat("importance"),
-            last_accessed_at=cols.cat("last_accessed_at"),
-            recorded_at=recorded_at,
-            ids=ids,
-            dense=dense,
-            lexical=lexical_scores,
-            factor=life.factor,
-            speaker=None if speaker is None else speaker.match,
-            inserted=inserted,
-            listed_after=listed_after,
-            unread=coverage.unread,
+        _components(state, index, store, space)
+        _factors(state)
+        _score(state)
+        _causal(state)
+        _versions(state)
+        _rank(state)
+        _refuse(state)
+        return _hits(state, store, space)
+
+
+def _candidates(index: SpaceIndex, q: Query) -> ReadState | None:
+    """Stage 1: the rows visible at the read's instants, of its kinds, that its filter selects;
+    the query as the model reads it. ``None``: no candidate."""
+    raw = q.config.float64_cosines and q.vector is not None
+    cols = columns(index.arrays(q.agents, raw=raw))
+    if cols.size == 0:
+        return None
+    mask = _visible(cols, q)
+    if mask is not None and not mask.any():
+        return None
+    q, coverage = model_reads(cols, q)
+    return ReadState(
+        q=q, cols=cols, mask=mask, coverage=coverage, recorded_at=cols.cat("recorded_at"),
+        ids=cols.cat("ids"),
+    )  # fmt: skip
+
+
+def _components(state: ReadState, index: SpaceIndex, store: MemoryStore, space: str) -> None:
+    """Stage 2, relevance: BM25 when lexical relevance counts, pgvector's pre-selection, and the
+    dense cosines of the rows a read computes — by the int8 copy's scan when it serves the read
+    (:func:`_compact_exact`), exactly otherwise."""
+    q, cols = state.q, state.cols
+    if q.vector is None or q.config.relevance is not RelevanceMode.DENSE:
+        state.lexical = lexical(store, space, cols, q.text)
+    state.chosen = preselect(store, space, cols, q, state.lexical, state.mask)
+    state.computed = _narrowed(cols, q, state.mask, state.chosen)
+    state.exact = _compact_exact(index, cols, q, state.computed)
+    if state.exact is not None and q.vector is not None:
+        _int8_cosines(state, state.exact, q.vector)
+    elif q.vector is not None:
+        state.dense = similarities(
+            cols, q.vector, state.computed, passages=q.config.passages,
+            float64=q.raw_vector if q.config.float64_cosines else None,
+        )  # fmt: skip
+
+
+def _int8_cosines(state: ReadState, exact: Callable[[Rows], F64], vector: F32) -> None:
+    """The int8 copy's cosines of a large one-agent read and their error bound (``compact.py``),
+    the candidates' extremes made exact for min-max normalisation."""
+    a = state.cols.arrays[0]
+    state.dense, state.bound = compact.cosines(a.compact(), a.n, vector)
+    if state.q.config.normalisation is not Normalisation.FIXED:
+        compact.widen_extremes(state.dense, state.bound, state.mask, exact)
+
+
+def _factors(state: ReadState) -> None:
+    """What the question's words favour (who it asks about, when) and the lifecycle's factors
+    (stage 5's inputs)."""
+    state.speaker = speaker_cue(state.cols, state.q)
+    state.life = _lifecycle(state.cols, state.q, time_cue(state.cols, state.q, state.mask))
+
+
+def _score(state: ReadState) -> None:
+    """Stages 3–5: normalisation, the episodic score and its factors — over the int8 copy's
+    cosines, the exact scores of every row that can reach the top (``compact.best_scores``)."""
+    q, cols = state.q, state.cols
+    inserted, listed_after = _listing(cols, q.config)
+    candidates = Candidates(
+        mask=state.mask, importance=cols.cat("importance"),
+        last_accessed_at=cols.cat("last_accessed_at"), recorded_at=state.recorded_at,
+        ids=state.ids, dense=state.dense, lexical=state.lexical, factor=state.life.factor,
+        speaker=None if state.speaker is None else state.speaker.match, inserted=inserted,
+        listed_after=listed_after, unread=state.coverage.unread,
+    )  # fmt: skip
+    as_of_us = to_micros(q.as_of)
+    if state.exact is not None and state.bound is not None:
+        window = 0 if q.config.versions is None else q.config.versions.window
+        state.scores = compact.best_scores(
+            candidates, q.config, as_of_us, state.bound, state.exact, max(q.k, window)
         )
-        if exact is not None and bound is not None:
-            window = 0 if q.config.versions is None else q.config.versions.window
-            scores = compact.best_scores(
-                candidates, q.config, to_micros(q.as_of), bound, exact, max(q.k, window)
-            )
-        else:
-            scores = score(candidates, q.config, as_of_us=to_micros(q.as_of))
-        episodic, boost, floor = scores, None, -np.inf
-        if q.crisis is not None:  # exact from `floor` up: the top k and every row above it
-            scores, boost, floor = fuse_boost(episodic, cols, q.crisis, q.k)
-        scores, versions = _versions(scores, cols, ids, recorded_at, q, when)
-        ranking = by_similarity(scores, cols, dense, chosen) if q.by_similarity else scores
-        groups = _select(ranking, cols, ids, recorded_at, q.k, dedup=q.dedup)
-        if q.crisis is not None and any(scores.final[g[0]] < floor for g in groups):
-            # merged duplicates took the hits past the exact rows: fuse every row's boost
-            scores, boost, _ = fuse_boost(episodic, cols, q.crisis, cols.size)
-            groups = _select(scores, cols, ids, recorded_at, q.k, dedup=q.dedup)
-        wanted = [str(ids[row]) for group in groups for row in group]
-        records = {r.id: r for r in store.get_records(space, wanted)}
-        similar = similarity_of(cols, dense, chosen, exact, [int(g[0]) for g in groups])
+    else:
+        state.scores = score(candidates, q.config, as_of_us=as_of_us)
+    state.episodic = state.scores
+
+
+def _causal(state: ReadState) -> None:
+    """Stage 6: a crisis read's boost, exact from ``state.floor`` up (the top k and every row
+    above it)."""
+    if state.q.crisis is not None:
+        state.scores, state.boost, state.floor = fuse_boost(
+            state.scored, state.cols, state.q.crisis, state.q.k
+        )
+
+
+def _rank(state: ReadState) -> None:
+    """Stages 7–8: rank by score (or by raw cosine, ``rank_by="similarity"``), collapsing equal
+    texts of a multi-agent read."""
+    q = state.q
+    ranking = state.scored
+    if q.by_similarity:
+        ranking = by_similarity(ranking, state.cols, state.dense, state.chosen)
+    state.groups = _select(ranking, state.cols, state.ids, state.recorded_at, q.k, dedup=q.dedup)
+
+
+def _refuse(state: ReadState) -> None:
+    """A crisis read whose merged duplicates took the hits past its exact rows: every row's
+    boost fused, and ranked again."""
+    q, scores = state.q, state.scored
+    if q.crisis is None or not any(scores.final[g[0]] < state.floor for g in state.groups):
+        return
+    assert state.episodic is not None
+    state.scores, state.boost, _ = fuse_boost(state.episodic, state.cols, q.crisis, state.cols.size)
+    state.groups = _select(
+        state.scored, state.cols, state.ids, state.recorded_at, q.k, dedup=q.dedup
+    )
+
+
+def _hits(state: ReadState, store: MemoryStore, space: str) -> list[Hit]:
+    """The hits: each group's records (the first its best), score, similarity and, when asked,
+    explanation."""
+    ids, groups = state.ids, state.groups
+    wanted = [str(ids[row]) for group in groups for row in group]
+    records = {r.id: r for r in store.get_records(space, wanted)}
+    similar = similarity_of(
+        state.cols, state.dense, state.chosen, state.exact, [int(g[0]) for g in groups]
+    )
     hits: list[Hit] = []
-    for group in groups:
+    for group, similarity in zip(groups, similar, strict=True):
         members: Sequence[Record] = [records[str(ids[row])] for row in group]
         hits.append(
             Hit(
                 record=members[0],
-                score=float(scores.final[group[0]]),
-                breakdown=_breakdown(
-                    cols,
-                    scores,
-                    life,
-                    boost,
-                    int(group[0]),
-                    q,
-                    versions,
-                    chosen,
-                    speaker,
-                    coverage,
-                )
-                if q.explain
-                else None,
+                score=float(state.scored.final[group[0]]),
+                breakdown=breakdown(state, int(group[0])) if state.q.explain else None,
                 holders=tuple(m.agent for m in members),
                 record_ids=tuple(m.id for m in members),
-                similarity=similar[len(hits)],
+                similarity=similarity,
             )
         )
     return hits
