@@ -214,7 +214,7 @@ SPELLINGS: dict[tuple[str, str], dict[str, Spelling]] = {
         "record_id": alias("id"),  # the positional ID
         "event_id": alias("id"),
         "proposal_id": alias("id"),
-        "tags": alias("tag"),  # --tag (repeatable) beside --tags a,b
+        "tags": built_from("tags", "tag_list"),  # --tag (repeatable) beside --tags a,b
         "llm": built_from("llm_url", "model"),  # an OpenAI-compatible endpoint and model
     },
     ("supersede", "http"): {"old_ids": alias("record_id")},  # one old record per call

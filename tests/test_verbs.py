@@ -14,7 +14,8 @@ import pytest
 from chronomem import Memory
 from chronomem.cli.main import build_parser
 from chronomem.server import wire
-from chronomem.verbs import PARAMS, VERBS, params
+from chronomem.verbs import PARAMS, RECORD, VERBS, params, record_params
+from chronomem.writing.drafts import REMEMBER_FIELDS
 
 MODELS = {
     "peek": wire.PeekIn, "recall": wire.RecallIn, "recall_many": wire.RecallManyIn,
@@ -90,3 +91,49 @@ def test_every_table_parameter_belongs_to_a_verb() -> None:
     assert used <= set(PARAMS)
     unused: set[Any] = set(PARAMS) - used
     assert not unused, f"parameters no verb takes: {sorted(unused)}"
+
+
+# -- the record fields (remember, each remember_many item, supersede's replacement) -------------
+def test_the_record_table_is_what_the_engine_accepts() -> None:
+    assert set(RECORD) == set(REMEMBER_FIELDS)
+    remember = inspect.signature(Memory.remember).parameters
+    supersede = inspect.signature(Memory.supersede).parameters
+    for p in record_params():
+        assert p.name in remember, f"Memory.remember lacks {p.name}"
+        if p.name not in ("supersedes", "replace"):
+            assert p.name in supersede, f"Memory.supersede lacks {p.name}"
+
+
+@pytest.mark.parametrize(
+    ("model", "without"),
+    [(wire.RememberIn, ()), (wire.SupersedeIn, ("supersedes", "replace"))],
+    ids=["remember", "supersede"],
+)
+def test_the_http_record_models_are_the_tables(model: Any, without: tuple[str, ...]) -> None:
+    fields = model.model_fields
+    schema = model.model_json_schema()["properties"]
+    for p in record_params(without=without):
+        assert fields[p.name].description == p.doc
+        assert fields[p.name].is_required() == (p.name == "text")
+        shown = schema[p.name].get("anyOf", [schema[p.name]])[0]
+        named = {"ge": "minimum", "le": "maximum", "max_length": "maxLength"}
+        for key, value in p.bounds.items():
+            if key in named:
+                assert shown[named[key]] == value, (p.name, key)
+        if p.choices is not None:
+            assert shown["enum"] == list(p.choices), p.name
+    assert set(fields) - {"reason"} == {p.name for p in record_params(without=without)}
+
+
+@pytest.mark.parametrize("command", ["remember", "supersede"])
+def test_the_cli_record_flags_are_the_tables(command: str) -> None:
+    actions = _actions(command)
+    skipped = {"text", "agent", "kind", "sensitivity", "embedding", "passage_embeddings"}
+    if command == "supersede":
+        skipped |= {"supersedes", "replace"}
+    for p in record_params(without=tuple(skipped)):
+        assert p.flag is not None, p.name
+        action = actions[p.name]
+        assert p.flag in action.option_strings
+        assert action.help == p.doc
+        assert action.default == p.default

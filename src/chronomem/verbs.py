@@ -18,13 +18,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal, get_args
 
 from chronomem.config import PRESETS
-from chronomem.model.record import Kind, Status
+from chronomem.model.record import Kind, Sensitivity, Status
 
-__all__ = ["MAX_K", "PARAMS", "RANK_BY", "VERBS", "Param", "RankBy", "params"]
+__all__ = [
+    "LABEL_CHARS",
+    "MAX_K",
+    "PARAMS",
+    "RANK_BY",
+    "RECORD",
+    "VERBS",
+    "Param",
+    "RankBy",
+    "params",
+    "record_params",
+]
 
 RankBy = Literal["score", "similarity"]
 RANK_BY: tuple[str, ...] = get_args(RankBy)
@@ -202,6 +213,105 @@ VERBS: dict[str, tuple[str, ...]] = {
     "verify_where": ("filter", "agent", "agents", "dry_run"),
     "forget_where": ("filter", "agent", "agents", "purge", "dry_run"),
 }  # fmt: skip
+
+
+#: The longest speaker or session label (``writing/drafts.py`` refuses longer ones).
+LABEL_CHARS = 100
+
+#: The fields of a new record: ``remember``'s keywords, each item of ``remember_many`` and the
+#: replacement of ``supersede`` (which takes what it leaves unset from the old record, so no
+#: default is stated here: an unset field is the engine's to fill). ``text`` is each verb's own
+#: subject (the CLI's positional); ``agent``, ``kind`` and ``sensitivity`` have per-command CLI
+#: defaults (``remember``: the library's; ``supersede``: the old record's), and ``embedding`` /
+#: ``passage_embeddings`` are not typed at a shell.
+RECORD: dict[str, Param] = {
+    p.name: p
+    for p in (
+        Param(name="text", value=str, doc="what to remember"),
+        Param(name="agent", value=str | None, doc="whose memory (default: 'default')"),
+        Param(
+            name="kind", value=str | None, choices=_KINDS, doc="what it is (default: observation)"
+        ),
+        Param(
+            name="importance", value=float | None, bounds={"ge": 1, "le": 10}, flag="--importance",
+            doc="1 (mundane) .. 10 (life-changing); default: the importance scorer's",
+        ),
+        Param(
+            name="occurred_at", value=datetime | None, flag="--occurred-at",
+            doc=f"world time: when it happened, {_INSTANT} (default: now)",
+        ),
+        Param(
+            name="valid_from", value=datetime | None, flag="--valid-from",
+            doc="a fact's or instruction's window opens (world time)",
+        ),
+        Param(
+            name="valid_until", value=datetime | None, flag="--valid-until",
+            doc="... and closes (default: open)",
+        ),
+        Param(
+            name="domain", value=str | None, flag="--domain",
+            doc="its topic: the write gate compares records of one domain",
+        ),
+        Param(
+            name="tags", value=list[str] | None, flag="--tag", repeat=True,
+            doc="a tag (repeatable)",
+        ),
+        Param(
+            name="metadata", value=dict[str, Any] | None, flag="--metadata",
+            doc="a JSON object kept with the record",
+        ),
+        Param(
+            name="evidence", value=list[str] | None, flag="--evidence", repeat=True,
+            doc="a cited record id (repeatable)",
+        ),
+        Param(
+            name="event_id", value=str | None, flag="--event",
+            doc="the causal event this memory witnesses (event id)",
+        ),
+        Param(
+            name="sensitivity", value=str | None, choices=tuple(s.value for s in Sensitivity),
+            doc="personal and secret records are purged when forgotten",
+        ),
+        Param(
+            name="speaker", value=str | None, bounds={"max_length": LABEL_CHARS},
+            flag="--speaker", doc="who said it: a name, or a role such as 'user'",
+        ),
+        Param(
+            name="session", value=str | None, bounds={"max_length": LABEL_CHARS},
+            flag="--session", doc="the conversation, thread or run it belongs to",
+        ),
+        Param(
+            name="ttl", value=timedelta | None, bounds={"gt": timedelta(0)}, flag="--ttl",
+            doc="time to live: closed (audited, kept in history) when it runs out; seconds, "
+            "an ISO 8601 duration (PT2H) or, at the CLI, 30m, 2h, 7d",
+        ),
+        Param(
+            name="expires_at", value=datetime | None, flag="--expires-at",
+            doc=f"... or the instant it closes, {_INSTANT} (not with ttl)",
+        ),
+        Param(
+            name="embedding", value=list[float] | None, doc="its vector, instead of the embedder's"
+        ),
+        Param(
+            name="passage_embeddings", value=list[list[float]] | None,
+            doc="more vectors the record matches by (one per passage), with its embedding",
+        ),
+        Param(
+            name="supersedes", value=list[str] | None, flag="--supersedes", repeat=True,
+            doc="an id this record replaces (repeatable)",
+        ),
+        Param(
+            name="replace", value=bool, default=False, flag="--replace",
+            doc="with a domain: become the agent's one open record of exactly that domain (the "
+            "open ones are superseded in the same transaction: a keyed write)",
+        ),
+    )
+}  # fmt: skip
+
+
+def record_params(*, without: tuple[str, ...] = ()) -> tuple[Param, ...]:
+    """The fields of a new record (:data:`RECORD`), those named in ``without`` left out."""
+    return tuple(p for name, p in RECORD.items() if name not in without)
 
 
 def params(verb: str, *, without: tuple[str, ...] = ()) -> tuple[Param, ...]:

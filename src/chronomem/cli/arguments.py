@@ -12,7 +12,7 @@ from typing import Any, get_args, get_origin
 
 from chronomem.checks import parse_instant
 from chronomem.errors import InvalidInputError
-from chronomem.verbs import params
+from chronomem.verbs import Param, params, record_params
 
 __all__ = [
     "duration",
@@ -20,6 +20,7 @@ __all__ = [
     "metadata",
     "missing_vectors_flag",
     "reason_flag",
+    "record_arguments",
     "record_fields",
     "signal",
     "tag_list",
@@ -94,40 +95,30 @@ def reason_flag(p: argparse.ArgumentParser, *, required: bool = False) -> None:
         p.add_argument("--reason", help="why (kept in the audit log; optional)")
 
 
-def record_fields(p: argparse.ArgumentParser) -> None:
-    """The record fields ``remember`` and ``supersede`` share (``Memory.remember``'s keywords)."""
-    p.add_argument("--importance", type=float, help="1 (mundane) .. 10 (life-changing)")
+def record_fields(p: argparse.ArgumentParser, *, supersession: bool = False) -> None:
+    """The record fields ``remember`` and ``supersede`` share (the verb table's
+    :data:`~chronomem.verbs.RECORD`, each under its field's name), ``--tags a,b`` besides
+    ``--tag``, and with ``supersession`` (``remember``) ``--supersedes`` and ``--replace``.
+    The text, agent, kind and sensitivity are each command's own (their defaults differ)."""
+    own = ("text", "agent", "kind", "sensitivity", "embedding", "passage_embeddings")
+    skipped = own if supersession else (*own, "supersedes", "replace")
+    for param in record_params(without=skipped):
+        _add_flag(p, param, param.default)
     p.add_argument(
-        "--occurred-at", type=instant, help="world time, ISO 8601 with offset (default: now)"
-    )
-    p.add_argument(
-        "--valid-from", type=instant, help="a fact's or instruction's window opens (world time)"
-    )
-    p.add_argument("--valid-until", type=instant, help="... and closes (default: open)")
-    p.add_argument("--domain", help="the write gate compares records of one domain")
-    p.add_argument("--tag", action="append", help="a tag (repeatable)")
-    p.add_argument(
-        "--tags", type=tag_list, metavar="A,B", help="tags, comma-separated (with --tag: both)"
-    )
-    p.add_argument(
-        "--metadata", type=metadata, metavar="JSON", help="a JSON object kept with the record"
-    )
-    p.add_argument("--evidence", action="append", help="a cited record id (repeatable)")
-    p.add_argument("--speaker", help="who said it: a name, or a role such as 'user'")
-    p.add_argument("--session", help="the conversation, thread or run it belongs to")
-    p.add_argument(
-        "--event", dest="event_id", help="the causal event this memory witnesses (event id)"
-    )
-    expiry = p.add_mutually_exclusive_group()
-    expiry.add_argument(
-        "--ttl", type=duration, metavar="SPAN",
-        help="time to live: closed (audited, kept in history) when it runs out; seconds or "
-        "30m, 2h, 7d",
+        "--tags", dest="tag_list", type=tag_list, metavar="A,B",
+        help="tags, comma-separated (with --tag: both)",
     )  # fmt: skip
-    expiry.add_argument(
-        "--expires-at", type=instant, help="... or the instant it closes (ISO 8601 with offset)"
-    )
     missing_vectors_flag(p)
+
+
+def record_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """The record fields :func:`record_fields` added, from the parsed ``args`` (only those
+    given: ``supersede`` then takes the old record's), with ``--tag`` and ``--tags`` merged."""
+    given = {p.name: getattr(args, p.name, None) for p in record_params() if p.flag is not None}
+    given["tags"] = [*(args.tags or ()), *(args.tag_list or ())] or None
+    if not given.get("replace"):
+        given.pop("replace", None)
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def verb_flags(
@@ -147,26 +138,37 @@ def verb_flags(
         if param.flag is None:
             continue
         default = (defaults or {}).get(param.name, param.default)
-        kwargs: dict[str, Any] = {"dest": param.name, "help": param.doc, "default": default}
-        if param.name in required:
-            kwargs["required"] = True
-        shape = next((a for a in get_args(param.value) if a is not type(None)), param.value)
-        if shape is bool:
-            kwargs["action"] = "store_false" if param.negated else "store_true"
-        elif param.repeat:
-            kwargs["action"] = "append"
-        elif shape is datetime:
-            kwargs["type"] = instant
-        elif get_origin(shape) is dict:
-            kwargs["type"] = metadata
-            kwargs["metavar"] = "JSON"
-        elif shape is int:
-            kwargs["type"] = int
-        if param.choices is not None:
-            kwargs["choices"] = list(param.choices)
-        p.add_argument(param.flag, **kwargs)
+        _add_flag(p, param, default, required=param.name in required)
         added.append(param.name)
     return added
+
+
+def _add_flag(
+    p: argparse.ArgumentParser, param: Param, default: Any, *, required: bool = False
+) -> None:
+    """The flag of one table parameter, stored under its name, typed by its value's shape."""
+    assert param.flag is not None
+    kwargs: dict[str, Any] = {"dest": param.name, "help": param.doc, "default": default}
+    if required:
+        kwargs["required"] = True
+    shape = next((a for a in get_args(param.value) if a is not type(None)), param.value)
+    if shape is bool:
+        kwargs["action"] = "store_false" if param.negated else "store_true"
+    elif param.repeat:
+        kwargs["action"] = "append"
+    elif shape is datetime:
+        kwargs["type"] = instant
+    elif shape is timedelta:
+        kwargs["type"] = duration
+        kwargs["metavar"] = "SPAN"
+    elif get_origin(shape) is dict:
+        kwargs["type"] = metadata
+        kwargs["metavar"] = "JSON"
+    elif shape in (int, float):
+        kwargs["type"] = shape
+    if param.choices is not None:
+        kwargs["choices"] = list(param.choices)
+    p.add_argument(param.flag, **kwargs)
 
 
 def verb_arguments(args: argparse.Namespace, verb: str) -> dict[str, Any]:

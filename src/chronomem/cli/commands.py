@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from chronomem.cli.arguments import verb_arguments
+from chronomem.cli.arguments import record_arguments, verb_arguments
 from chronomem.cli.render import (
     format_hit,
     format_link,
@@ -50,18 +50,11 @@ def print_result(args: argparse.Namespace, value: Any, text: Callable[[], None])
 
 
 def record_fields(args: argparse.Namespace) -> dict[str, Any]:
-    """``Memory.remember``'s keywords from the flags ``arguments.record_fields`` adds (only those
-    given: ``supersede`` then takes the old record's)."""
-    tags = [*(args.tag or ()), *(args.tags or ())]
-    given = {
-        "importance": args.importance, "occurred_at": args.occurred_at,
-        "valid_from": args.valid_from, "valid_until": args.valid_until, "domain": args.domain,
-        "tags": tags or None, "metadata": args.metadata, "evidence": args.evidence,
-        "event_id": args.event_id, "kind": args.kind, "agent": args.agent,
-        "sensitivity": args.sensitivity, "speaker": args.speaker, "session": args.session,
-        "ttl": args.ttl, "expires_at": args.expires_at,
-    }  # fmt: skip
-    return {k: v for k, v in given.items() if v is not None}
+    """``Memory.remember``'s keywords from the flags of ``arguments.record_fields`` and the
+    command's own ``--agent``, ``--kind`` and ``--sensitivity`` (only those given:
+    ``supersede`` then takes the old record's)."""
+    own = {"kind": args.kind, "agent": args.agent, "sensitivity": args.sensitivity}
+    return {**record_arguments(args), **{k: v for k, v in own.items() if v is not None}}
 
 
 def _print_write(result: WriteResult, as_json: bool) -> int:
@@ -86,8 +79,7 @@ def remember_command(args: argparse.Namespace, cfg: Settings) -> int:
         cfg, create=True, allow_missing_vectors=args.allow_missing_vectors, writes=True
     ) as mem:
         result = mem.remember(
-            args.text, supersedes=args.supersedes or (), replace=args.replace, actor=cfg.actor,
-            **record_fields(args),
+            args.text, actor=cfg.actor, **record_fields(args),
         )  # fmt: skip
     return _print_write(result, args.json)
 

@@ -88,14 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text")
     p.add_argument("--agent", default="default", help="whose memory (default: 'default')")
     p.add_argument("--kind", default="observation", choices=[k.value for k in Kind])
-    record_fields(p)
-    p.add_argument("--supersedes", action="append", help="id this record replaces (repeatable)")
-    p.add_argument(
-        "--replace",
-        action="store_true",
-        help="with --domain: become the agent's one open record of exactly that domain (the "
-        "open ones are superseded in the same transaction)",
-    )
+    record_fields(p, supersession=True)
     p.add_argument("--sensitivity", default="normal", choices=[s.value for s in Sensitivity])
     p.set_defaults(func=commands.remember_command)
 

@@ -18,8 +18,8 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, create_model
 
 from chronomem.model.core import DEFAULT_CORE_LIMIT
 from chronomem.model.event import EventKind, Provenance
-from chronomem.model.record import Kind, Sensitivity
-from chronomem.verbs import MAX_K, PARAMS, Param, params
+from chronomem.model.record import Kind
+from chronomem.verbs import MAX_K, PARAMS, RECORD, Param, params, record_params
 
 __all__ = [
     "AccessLogIn",
@@ -73,76 +73,46 @@ def annotation(p: Param) -> Any:
     return base | None if optional else base
 
 
-def fields_of(table: Iterable[Param]) -> dict[str, Any]:
-    """The table's parameters as pydantic field definitions (``create_model``'s keywords)."""
+def fields_of(table: Iterable[Param], *, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The table's parameters as pydantic field definitions (``create_model``'s keywords);
+    those named in ``required`` have no default."""
     return {
-        p.name: (annotation(p), Field(default=p.default, description=p.doc, **p.bounds))
+        p.name: (
+            annotation(p),
+            Field(default=... if p.name in required else p.default, description=p.doc, **p.bounds),
+        )
         for p in table
     }
 
 
-class _NewRecord(_In):
-    """A new record's fields (``remember``'s keyword arguments); unset fields take the engine's
-    defaults."""
-
-    text: str
-    agent: str | None = None
-    kind: Kind | None = None
-    importance: float | None = Field(default=None, ge=1, le=10, description="1 (mundane) .. 10")
-    occurred_at: AwareDatetime | None = None
-    valid_from: AwareDatetime | None = None
-    valid_until: AwareDatetime | None = None
-    domain: str | None = None
-    tags: list[str] | None = None
-    metadata: dict[str, Any] | None = None
-    evidence: list[str] | None = None
-    event_id: str | None = None
-    sensitivity: Sensitivity | None = None
-    speaker: str | None = Field(
-        default=None, description="who said it: a name, or a role such as 'user'", max_length=100
-    )
-    session: str | None = Field(
-        default=None, description="the conversation, thread or run it belongs to", max_length=100
-    )
-    ttl: timedelta | None = Field(
-        default=None, gt=timedelta(0),
-        description="time to live: seconds, or an ISO 8601 duration such as PT2H; the record "
-        "is closed (audited, kept in history) when it runs out",
+if TYPE_CHECKING:  # built from the verb table's record fields; to a type checker, any
+    _NewRecord: TypeAlias = Any
+    RecordFields: TypeAlias = Any
+    RememberIn: TypeAlias = Any
+    BatchIn: TypeAlias = Any
+    SupersedeIn: TypeAlias = Any
+else:
+    _NewRecord = create_model(
+        "_NewRecord", __base__=_In,
+        __doc__="A new record's fields (``remember``'s keyword arguments); unset fields take the "
+        "engine's defaults.",
+        **fields_of(record_params(without=("supersedes", "replace")), required=("text",)),
     )  # fmt: skip
-    expires_at: AwareDatetime | None = Field(
-        default=None, description="... or the instant it closes (not with ttl)"
-    )
-    embedding: list[float] | None = None
-    passage_embeddings: list[list[float]] | None = Field(
-        default=None,
-        description="more vectors the record matches by (one per passage), with its embedding",
-    )
-
-
-class RecordFields(_NewRecord):
-    supersedes: list[str] | None = None
-    replace: bool = Field(
-        default=False,
-        description="with a domain: supersede the agent's open records of exactly that domain "
-        "in the same transaction (a keyed write)",
-    )
-
-
-class RememberIn(RecordFields):
-    pass
-
-
-class BatchIn(_In):
-    items: list[RecordFields]
-    agent: str | None = None
-    kind: Kind | None = None
-    session: str | None = Field(default=None, description="for the items that set none")
-
-
-class SupersedeIn(_NewRecord):
-    """The replacement record; agent, kind and domain default to the old record's."""
-
-    reason: str | None = None
+    RecordFields = create_model(
+        "RecordFields", __base__=_NewRecord,
+        **fields_of([RECORD["supersedes"], RECORD["replace"]]),
+    )  # fmt: skip
+    RememberIn = create_model("RememberIn", __base__=RecordFields)
+    BatchIn = create_model(
+        "BatchIn", __base__=_In, items=(list[RecordFields], ...),
+        agent=(str | None, None), kind=(Kind | None, None),
+        session=(str | None, Field(default=None, description="for the items that set none")),
+    )  # fmt: skip
+    SupersedeIn = create_model(
+        "SupersedeIn", __base__=_NewRecord,
+        __doc__="The replacement record; agent, kind and domain default to the old record's.",
+        reason=(str | None, None),
+    )  # fmt: skip
 
 
 if TYPE_CHECKING:  # built from the verb table when the module runs; to a type checker, any
