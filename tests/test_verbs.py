@@ -21,11 +21,18 @@ MODELS = {
     "peek": wire.PeekIn, "recall": wire.RecallIn, "recall_many": wire.RecallManyIn,
     "context": wire.ContextIn, "close_where": wire.CloseWhereIn,
     "verify_where": wire.VerifyWhereIn, "forget_where": wire.ForgetWhereIn,
+    "close_record": wire.CloseIn, "verify": wire.VerifyIn, "feedback": wire.FeedbackIn,
+    "forget": wire.ForgetIn, "add_event": wire.EventIn, "link": wire.LinkIn,
+    "auto_link": wire.AutoLinkIn, "core_append": wire.CoreAppendIn,
+    "core_replace": wire.CoreReplaceIn,
 }  # fmt: skip
 COMMANDS = {
     "recall": "recall", "records": "list", "context": "context", "close_where": "close-where",
-    "verify_where": "verify-where", "forget_where": "forget-where",
+    "verify_where": "verify-where", "forget_where": "forget-where", "close_record": "close",
+    "forget": "forget", "add_event": "event", "link": "link",
 }  # fmt: skip
+# The CLI's --reason is one flag with one help text on every command (test_write_flags.py).
+CLI_OWN = {"reason"}
 # Where the CLI shows less than the library (a page a terminal holds: docs/cli.md).
 CLI_DEFAULTS = {("records", "limit"): 20}
 
@@ -36,12 +43,13 @@ def test_the_library_states_the_tables_parameters(verb: str) -> None:
     for p in params(verb):
         assert p.name in signature, f"Memory.{verb} lacks {p.name}"
         given = signature[p.name]
-        if given.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
-            # a verb's own subject (a change by filter's filter): required, never defaulted
+        if p.required or given.default is inspect.Parameter.empty:
+            # a verb's own subject (a change by filter's filter, a close's reason): positional
+            assert p.required or p.name == "filter", f"Memory.{verb}({p.name}) is required"
             assert given.default is inspect.Parameter.empty, f"Memory.{verb}({p.name})"
+            assert given.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
             continue
         assert given.default == p.default, f"Memory.{verb}({p.name}=...)"
-        assert given.kind is inspect.Parameter.KEYWORD_ONLY
 
 
 @pytest.mark.parametrize("verb", sorted(MODELS))
@@ -49,12 +57,12 @@ def test_the_http_models_are_the_tables(verb: str) -> None:
     fields = MODELS[verb].model_fields
     schema = MODELS[verb].model_json_schema()["properties"]
     for p in params(verb):
-        if verb.endswith("_where") and p.name == "filter":
-            assert fields[p.name].is_required()  # a change by filter needs one
+        if p.required or (verb.endswith("_where") and p.name == "filter"):
+            assert fields[p.name].is_required()  # a change by filter needs one, a close a reason
         else:
             assert fields[p.name].default == p.default
         assert fields[p.name].description == p.doc
-        bounds = {"ge": "minimum", "le": "maximum"}
+        bounds = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum"}
         for key, value in p.bounds.items():
             shown = schema[p.name].get("anyOf", [schema[p.name]])[0]
             assert shown[bounds[key]] == value, (verb, p.name, key)
@@ -73,9 +81,9 @@ def _actions(command: str) -> dict[str, argparse.Action]:
 @pytest.mark.parametrize("verb", sorted(COMMANDS))
 def test_the_cli_flags_are_the_tables(verb: str) -> None:
     actions = _actions(COMMANDS[verb])
-    for p in params(verb):
-        if p.flag is None:
-            assert p.name not in actions or p.name == "agent"
+    for p in params(verb, without=tuple(CLI_OWN)):
+        if p.flag is None:  # not a flag: absent, or the command's positional subject
+            assert p.name not in actions or p.name == "agent" or p.required
             continue
         action = actions[p.name]
         assert p.flag in action.option_strings

@@ -22,11 +22,14 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, get_args
 
 from chronomem.config import PRESETS
+from chronomem.model.core import DEFAULT_CORE_LIMIT
+from chronomem.model.event import EventKind, Provenance
 from chronomem.model.record import Kind, Sensitivity, Status
 
 __all__ = [
     "LABEL_CHARS",
     "MAX_K",
+    "OWN",
     "PARAMS",
     "RANK_BY",
     "RECORD",
@@ -59,6 +62,7 @@ class Param:
         flag: the CLI's spelling (``"--as-of"``, ``"-k"``); ``None``: not a CLI flag.
         repeat: the flag is given once per item (``--agent a --agent b``).
         negated: a flag that turns a default-true option off (``--no-touch`` for ``touch``).
+        required: every interface needs it (a close's reason); it has no default.
     """
 
     name: str
@@ -71,6 +75,7 @@ class Param:
     flag: str | None = None
     repeat: bool = False
     negated: bool = False
+    required: bool = False
 
     @property
     def dest(self) -> str:
@@ -212,8 +217,109 @@ VERBS: dict[str, tuple[str, ...]] = {
     "close_where": ("filter", "agent", "agents", "dry_run"),
     "verify_where": ("filter", "agent", "agents", "dry_run"),
     "forget_where": ("filter", "agent", "agents", "purge", "dry_run"),
+    "forget": ("purge",),
+    **dict.fromkeys(("close_record", "verify", "feedback", "add_event", "link", "auto_link",
+                     "core_append", "core_replace"), ()),
 }  # fmt: skip
 
+
+_WHY = "why (kept in the audit log; optional)"
+_LIMIT = Param(
+    name="limit",
+    value=int,
+    default=DEFAULT_CORE_LIMIT,
+    bounds={"ge": 1},
+    flag="--limit",
+    doc=f"the block's size limit in characters (default {DEFAULT_CORE_LIMIT:,})",
+)
+
+#: The parameters of one verb alone (besides its subject: the record or event a route's path
+#: names), the shared ones being in :data:`PARAMS`.
+OWN: dict[str, tuple[Param, ...]] = {
+    "close_record": (
+        Param(
+            name="reason", value=str, required=True, flag="--reason",
+            doc="why it stopped applying (kept on the record and in the audit log)",
+        ),
+        Param(
+            name="valid_until", value=datetime | None, flag="--valid-until",
+            doc="when it stopped applying (default now)",
+        ),
+    ),
+    "verify": (Param(name="reason", value=str | None, flag="--reason", doc=_WHY),),
+    "feedback": (
+        Param(
+            name="signal", value=Literal["helpful", "harmful"] | float, required=True,
+            doc="helpful, harmful, or a number in [-1, 1]",
+        ),
+        Param(name="reason", value=str | None, flag="--reason", doc=_WHY),
+    ),
+    "forget": (
+        Param(
+            name="reason", value=str, required=True, flag="--reason",
+            doc="why (kept in the audit log; the content is not)",
+        ),
+    ),
+    "add_event": (
+        Param(name="text", value=str, required=True, doc="what happened"),
+        Param(
+            name="occurred_at", value=datetime | None, flag="--occurred-at",
+            doc="world time (default: now)",
+        ),
+        Param(
+            name="kind", value=str, default=EventKind.HAPPENING.value, flag="--kind",
+            choices=tuple(k.value for k in EventKind), doc="what kind of event",
+        ),
+        Param(
+            name="scope", value=str | None, flag="--scope",
+            doc="institution, district... (for the scope fallback)",
+        ),
+        Param(
+            name="metadata", value=dict[str, Any] | None, flag="--metadata",
+            doc="a JSON object kept with the event",
+        ),
+        Param(
+            name="embedding", value=list[float] | None, doc="its vector, instead of the embedder's"
+        ),
+    ),
+    "link": (
+        Param(
+            name="weight", value=float, default=1.0, bounds={"gt": 0, "le": 1}, flag="--weight",
+            doc="how strong the evidence is that the cause led to the effect, in (0, 1]",
+        ),
+        Param(
+            name="provenance", value=str, default=Provenance.EXPLICIT.value, flag="--provenance",
+            choices=tuple(v.value for v in Provenance),
+            doc="explicit (asserted) or inferred (a guess an explicit link replaces)",
+        ),
+        Param(
+            name="similarity", value=float | None, flag="--similarity",
+            doc="an inferred link's similarity, if any",
+        ),
+    ),
+    "auto_link": (
+        Param(
+            name="window", value=timedelta, default=timedelta(days=30),
+            doc="link the events this long before it (default 30 days)",
+        ),
+        Param(
+            name="threshold", value=float | None,
+            doc="the least cosine (default: the preset's association threshold)",
+        ),
+        Param(
+            name="weight_scale", value=float, default=0.5,
+            doc="a link's weight is this times the similarity",
+        ),
+    ),
+    "core_append": (
+        Param(name="text", value=str, required=True, doc="the text to append"), _LIMIT,
+    ),
+    "core_replace": (
+        Param(name="old", value=str, required=True, doc="the exact text to replace"),
+        Param(name="new", value=str, required=True, doc="what replaces it"),
+        _LIMIT,
+    ),
+}  # fmt: skip
 
 #: The longest speaker or session label (``writing/drafts.py`` refuses longer ones).
 LABEL_CHARS = 100
@@ -315,5 +421,7 @@ def record_params(*, without: tuple[str, ...] = ()) -> tuple[Param, ...]:
 
 
 def params(verb: str, *, without: tuple[str, ...] = ()) -> tuple[Param, ...]:
-    """The table's parameters of ``verb`` (those named in ``without`` left out)."""
-    return tuple(PARAMS[name] for name in VERBS[verb] if name not in without)
+    """The table's parameters of ``verb``: the shared ones it names, then its own (those named
+    in ``without`` left out)."""
+    shared = tuple(PARAMS[name] for name in VERBS[verb] if name not in without)
+    return shared + tuple(p for p in OWN.get(verb, ()) if p.name not in without)

@@ -18,7 +18,6 @@ from chronomem import __version__
 from chronomem.cli import browse, commands, curation, service
 from chronomem.cli.arguments import (
     instant,
-    metadata,
     missing_vectors_flag,
     reason_flag,
     record_fields,
@@ -28,7 +27,7 @@ from chronomem.cli.arguments import (
 from chronomem.cli.settings import settings
 from chronomem.config import PRESETS
 from chronomem.errors import ChronomemError
-from chronomem.model.event import EventKind, Provenance
+from chronomem.model.event import EventKind
 from chronomem.model.record import Kind, Sensitivity
 
 __all__ = ["EXIT_CODES", "build_parser", "main"]
@@ -145,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("close", parents=[lifecycle], help="close a record without a successor")
     p.add_argument("id")
     reason_flag(p, required=True)
-    p.add_argument("--valid-until", type=instant, help="when it stopped applying (default now)")
+    verb_flags(p, "close_record", without=("reason",))
     p.set_defaults(func=commands.close_command)
 
     p = sub.add_parser("history", parents=[common], help="the supersession chain of a record")
@@ -171,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("forget", parents=[lifecycle], help="hard-delete (or purge) a record")
     p.add_argument("id")
     reason_flag(p, required=True)
-    p.add_argument("--purge", action="store_true", help="scrub the bytes from the files too")
+    verb_flags(p, "forget", without=("reason",))
     p.set_defaults(func=commands.forget_command)
 
     for verb in ("close_where", "verify_where", "forget_where"):
@@ -199,23 +198,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("event", parents=[common], help="add an event to the causal graph")
     p.add_argument("text")
-    p.add_argument("--kind", default="happening", choices=[k.value for k in EventKind])
-    p.add_argument("--occurred-at", type=instant, help="world time (default: now)")
-    p.add_argument("--scope", help="institution, district... (for the scope fallback)")
-    p.add_argument(
-        "--metadata", type=metadata, metavar="JSON", help="a JSON object kept with the event"
-    )
+    verb_flags(p, "add_event")
     p.set_defaults(func=commands.event_command)
 
     p = sub.add_parser("link", parents=[common], help="add (or --remove) a causal link")
     p.add_argument("cause", help="event id")
     p.add_argument("effect", help="event id")
-    p.add_argument("--weight", type=float, default=1.0, help="in (0, 1], default 1")
-    p.add_argument(
-        "--provenance", choices=[v.value for v in Provenance], default=Provenance.EXPLICIT.value,
-        help="explicit (asserted, the default) or inferred (a guess an explicit link replaces)",
-    )  # fmt: skip
-    p.add_argument("--similarity", type=float, help="an inferred link's similarity, if any")
+    verb_flags(p, "link")
     p.add_argument("--remove", action="store_true", help="remove the link instead")
     p.set_defaults(func=commands.link_command)
 

@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args, get_origin
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, create_model
 
-from chronomem.model.core import DEFAULT_CORE_LIMIT
-from chronomem.model.event import EventKind, Provenance
 from chronomem.model.record import Kind
 from chronomem.verbs import MAX_K, PARAMS, RECORD, Param, params, record_params
 
@@ -75,11 +73,15 @@ def annotation(p: Param) -> Any:
 
 def fields_of(table: Iterable[Param], *, required: tuple[str, ...] = ()) -> dict[str, Any]:
     """The table's parameters as pydantic field definitions (``create_model``'s keywords);
-    those named in ``required`` have no default."""
+    required ones (and those named in ``required``) have no default."""
     return {
         p.name: (
             annotation(p),
-            Field(default=... if p.name in required else p.default, description=p.doc, **p.bounds),
+            Field(
+                default=... if p.required or p.name in required else p.default,
+                description=p.doc,
+                **p.bounds,
+            ),
         )
         for p in table
     }
@@ -158,46 +160,34 @@ else:
     )  # fmt: skip
 
 
-class CloseIn(_In):
-    reason: str
-    valid_until: AwareDatetime | None = None
+if TYPE_CHECKING:  # built from the verb table; to a type checker, any
+    CloseIn: TypeAlias = Any
+    VerifyIn: TypeAlias = Any
+    FeedbackIn: TypeAlias = Any
+    ForgetIn: TypeAlias = Any
+    EventIn: TypeAlias = Any
+    LinkIn: TypeAlias = Any
+    AutoLinkIn: TypeAlias = Any
+    CoreAppendIn: TypeAlias = Any
+    CoreReplaceIn: TypeAlias = Any
+else:
 
+    def _body(name: str, verb: str, **more: Any) -> type[_In]:
+        """The request body of ``verb``: its table parameters (and ``more``)."""
+        return create_model(name, __base__=_In, **fields_of(params(verb)), **more)
 
-class VerifyIn(_In):
-    reason: str | None = None
-
-
-class FeedbackIn(_In):
-    signal: Literal["helpful", "harmful"] | float
-    reason: str | None = None
-
-
-class ForgetIn(_In):
-    reason: str
-    purge: bool = False
-
-
-class EventIn(_In):
-    text: str
-    occurred_at: AwareDatetime | None = None
-    kind: EventKind = EventKind.HAPPENING
-    scope: str | None = None
-    metadata: dict[str, Any] | None = None
-    embedding: list[float] | None = None
-
-
-class LinkIn(_In):
-    cause: str
-    effect: str
-    weight: float = 1.0
-    provenance: Provenance = Provenance.EXPLICIT
-    similarity: float | None = None
-
-
-class AutoLinkIn(_In):
-    window: timedelta = timedelta(days=30)
-    threshold: float | None = None
-    weight_scale: float = 0.5
+    CloseIn = _body("CloseIn", "close_record")
+    VerifyIn = _body("VerifyIn", "verify")
+    FeedbackIn = _body("FeedbackIn", "feedback")
+    ForgetIn = _body("ForgetIn", "forget")
+    EventIn = _body("EventIn", "add_event")
+    LinkIn = _body(
+        "LinkIn", "link", cause=(str, Field(description="the cause's event id")),
+        effect=(str, Field(description="the effect's event id")),
+    )  # fmt: skip
+    AutoLinkIn = _body("AutoLinkIn", "auto_link")
+    CoreAppendIn = _body("CoreAppendIn", "core_append")
+    CoreReplaceIn = _body("CoreReplaceIn", "core_replace")
 
 
 class _ContextIn(_In):
@@ -222,17 +212,6 @@ class ReflectIn(_In):
     agent: str
     as_of: AwareDatetime | None = None
     touch: bool | None = None
-
-
-class CoreAppendIn(_In):
-    text: str
-    limit: int = DEFAULT_CORE_LIMIT
-
-
-class CoreReplaceIn(_In):
-    old: str
-    new: str
-    limit: int = DEFAULT_CORE_LIMIT
 
 
 class RejectIn(_In):
