@@ -151,6 +151,10 @@ def reads(mem: Any, now: Any, crisis: str | None = None) -> dict[str, Any]:
     out["lexical"] = [
         (h.record.id, h.score) for h in mem.peek("cafe notes about Maria", k=10, preset="default")
     ]
+    listed = [r.id for r in mem.records(include_history=True, limit=1000)]
+    out["get_many"] = [r.to_dict() for r in mem.get_many([*reversed(listed), "0" * 26])]
+    out["dependants"] = {i: [d.to_dict() for d in mem.dependants(i)] for i in listed}
+    out["not_due"] = mem.maybe_reflect(mem.agents()[0], as_of=now)
     if crisis is not None:
         out["ancestors"] = [a.to_dict() for a in mem.ancestors(crisis)]
         hits = mem.peek(

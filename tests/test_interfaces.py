@@ -94,8 +94,9 @@ VERBS: dict[str, Row] = {
     "remember_many": Row(client="remember_many", http="POST /records/batch"),
     "records": Row(client="records", http="GET /records", cli="list"),
     "get": Row(client="get", http="GET /records/{record_id}", mcp="get", cli="show"),
-    "get_many": Row(),
-    "dependants": Row(),
+    "get_many": Row(client="get_many", http="POST /records/get-many"),
+    "dependants": Row(client="dependants", http="GET /records/{record_id}/dependants",
+                      cli="dependants"),
     "history": Row(client="history", http="GET /records/{record_id}/history", mcp="history",
                    cli="history"),
     "audit": Row(client="audit", http=("GET /audit", "GET /records/{record_id}/audit"),
@@ -127,7 +128,8 @@ VERBS: dict[str, Row] = {
     "agents": Row(client="agents", http="GET /agents"),
     "stats": Row(client="stats", http="GET /stats", cli="stats"),
     "accumulated_importance": Row(client="accumulated_importance",
-                                  http="GET /agents/{agent}/importance"),
+                                  http="GET /agents/{agent}/importance",
+                                  cli=Via("reflect", "importance")),
     # core memory blocks
     "core_blocks": Row(client="core_blocks", http="GET /agents/{agent}/core",
                        mcp="core_memory_read", cli="core show"),
@@ -138,7 +140,8 @@ VERBS: dict[str, Row] = {
     # the causal graph
     "add_event": Row(client="add_event", http="POST /events", cli="event"),
     "events": Row(client="events", http="GET /events", cli="events"),
-    "get_event": Row(client="get_event", http="GET /events/{event_id}"),
+    "get_event": Row(client="get_event", http="GET /events/{event_id}",
+                     cli=Via("show", "event")),
     "link": Row(client="link", http="POST /links", cli="link"),
     "unlink": Row(client="unlink", http="DELETE /links/{cause}/{effect}",
                   cli=Via("link", "remove")),
@@ -148,10 +151,12 @@ VERBS: dict[str, Row] = {
     "descendants": Row(client="descendants", http=Via("GET /events/{event_id}/{direction}",
                                                       "direction"),
                        cli=Via("ancestors", "descendants")),
-    "auto_link": Row(client="auto_link", http="POST /events/{event_id}/auto-link"),
+    "auto_link": Row(client="auto_link", http="POST /events/{event_id}/auto-link",
+                     cli="auto-link"),
     # reflection
     "reflect": Row(client="reflect", http="POST /reflections", cli="reflect"),
-    "maybe_reflect": Row(cli=Via("reflect", "if_due")),
+    "maybe_reflect": Row(client="maybe_reflect", http="POST /reflections/if-due",
+                         cli=Via("reflect", "if_due")),
     # models and vectors
     "embed_records": Row(client="embed_records", http="POST /embed-records", cli="embed-records"),
     "embed_passages": Row(client="embed_passages", http="POST /embed-passages",
@@ -162,7 +167,7 @@ VERBS: dict[str, Row] = {
     "cancel_reembed": Row(cli=Via("reembed", "cancel")),
     # review and the access log
     "review": Row(client="review", http="GET /review", mcp="review", cli="review"),
-    "proposals": Row(client="proposals", http="GET /review/proposals"),
+    "proposals": Row(client="proposals", http="GET /review/proposals", cli="review list"),
     "approve": Row(client="approve", http="POST /review/{proposal_id}/approve", mcp="approve",
                    cli="review approve"),
     "reject": Row(client="reject", http="POST /review/{proposal_id}/reject", mcp="reject",
@@ -301,30 +306,6 @@ VIA_STATS = "`chronomem stats` lists every agent with its counts"
 SERVICE_ONLY = "the service's own: its health and each space's simulated clock"
 KEYS = "the service's API keys (server/keys.py), not a Memory verb"
 
-DRIFT_UI_VERB = (
-    "DRIFT: added for the in-process web UI (CHANGELOG, Unreleased); no route and no client "
-    "verb, so Memory.open(path) cannot be swapped for Client(url) where it is used"
-)
-DRIFT_MAYBE_REFLECT = (
-    "DRIFT: no route and no client verb; `reflect --if-due` through --server composes it from "
-    "accumulated_importance and reflect (cli/commands.py reflect_command)"
-)
-DRIFT_REFLECT = (
-    "DRIFT: HTTP and the clients take as_of and touch for reflect; `chronomem reflect` has "
-    "neither (the global --now moves the clock, which is not as_of) (cli/main.py 'reflect')"
-)
-DRIFT_CLI_VERB = (
-    "DRIFT: the library, HTTP and the clients have it; the CLI has no command for it "
-    "(cli/main.py build_parser)"
-)
-DRIFT_CLI_IMPORTANCE = (
-    "DRIFT: the library, HTTP and the clients have it; the CLI shows it only in `reflect "
-    "--if-due` when not due (cli/commands.py reflect_command)"
-)
-DRIFT_CLI_DEPENDANTS = (
-    "DRIFT: added for the web UI (CHANGELOG, Unreleased); no command shows what depends on a "
-    "record (only `forget`'s refusal names them)"
-)
 
 #: (verb, interface, parameter) -> why the interface differs from the library there. ``"*"`` as
 #: the verb: every verb of the interface; as the parameter: the verb has no counterpart there.
@@ -373,10 +354,8 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
     # -- the clients
     ("context", "client", "count_tokens"): PYTHON_VALUE,
     ("reflect", "client", "llm"): PYTHON_VALUE,
+    ("maybe_reflect", "client", "llm"): PYTHON_VALUE,
     ("reflect", "client", "config"): PYTHON_VALUE,
-    ("get_many", "client", ALL): DRIFT_UI_VERB,
-    ("dependants", "client", ALL): DRIFT_UI_VERB,
-    ("maybe_reflect", "client", ALL): DRIFT_MAYBE_REFLECT,
     ("reembed", "client", ALL): BESIDE_SERVICE,
     ("reembed_state", "client", ALL): BESIDE_SERVICE,
     ("cancel_reembed", "client", ALL): BESIDE_SERVICE,
@@ -384,15 +363,13 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
     # -- HTTP
     ("context", "http", "count_tokens"): PYTHON_VALUE,
     ("reflect", "http", "llm"): PYTHON_VALUE,
+    ("maybe_reflect", "http", "llm"): PYTHON_VALUE,
     ("reflect", "http", "config"): PYTHON_VALUE,
     ("review", "http", "config"): PYTHON_VALUE,
     ("embed_records", "http", "batch"): SERVER_BATCHES,
     ("embed_passages", "http", "batch"): SERVER_BATCHES,
     ("export", "http", "path"): ARCHIVE,
     ("import_", "http", "path"): ARCHIVE,
-    ("get_many", "http", ALL): DRIFT_UI_VERB,
-    ("dependants", "http", ALL): DRIFT_UI_VERB,
-    ("maybe_reflect", "http", ALL): DRIFT_MAYBE_REFLECT,
     ("reembed", "http", ALL): BESIDE_SERVICE,
     ("reembed_state", "http", ALL): BESIDE_SERVICE,
     ("cancel_reembed", "http", ALL): BESIDE_SERVICE,
@@ -503,14 +480,6 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
     ("recall_many", "cli", ALL): ONE_CALL,
     ("get_many", "cli", ALL): ONE_CALL,
     ("agents", "cli", ALL): VIA_STATS,
-    ("reflect", "cli", "as_of"): DRIFT_REFLECT,
-    ("reflect", "cli", "touch"): DRIFT_REFLECT,
-    ("maybe_reflect", "cli", "as_of"): DRIFT_REFLECT,
-    ("get_event", "cli", ALL): DRIFT_CLI_VERB,
-    ("auto_link", "cli", ALL): DRIFT_CLI_VERB,
-    ("proposals", "cli", ALL): DRIFT_CLI_VERB,
-    ("accumulated_importance", "cli", ALL): DRIFT_CLI_IMPORTANCE,
-    ("dependants", "cli", ALL): DRIFT_CLI_DEPENDANTS,
 }
 
 

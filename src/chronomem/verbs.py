@@ -299,15 +299,15 @@ OWN: dict[str, tuple[Param, ...]] = {
     ),
     "auto_link": (
         Param(
-            name="window", value=timedelta, default=timedelta(days=30),
+            name="window", value=timedelta, default=timedelta(days=30), flag="--window",
             doc="link the events this long before it (default 30 days)",
         ),
         Param(
-            name="threshold", value=float | None,
+            name="threshold", value=float | None, flag="--threshold",
             doc="the least cosine (default: the preset's association threshold)",
         ),
         Param(
-            name="weight_scale", value=float, default=0.5,
+            name="weight_scale", value=float, default=0.5, flag="--weight-scale",
             doc="a link's weight is this times the similarity",
         ),
     ),

@@ -137,3 +137,41 @@ def test_events_links_and_backfills_take_the_librarys_options(
         assert parser.parse_args([command, "--batch", "10"]).batch == 10
         assert parser.parse_args([command]).batch == 512  # the library's default
     assert parser.parse_args(["access-log", "show"]).limit == 100
+
+
+def test_the_commands_the_drift_test_found_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``dependants``, ``show --event``, ``auto-link``, ``review list`` and ``reflect
+    --importance`` / ``--as-of`` / ``--touch``: what the library, HTTP and the clients had."""
+    common = ("--db", str(tmp_path / "d.db"), "--no-embedder")
+    _, out, _ = run(capsys, "remember", "the mill wheel is cracked", "--json", *common)
+    old = json.loads(out)["id"]
+    _, out, _ = run(capsys, "supersede", old, "the mill wheel was mended", "--json", *common)
+    new = json.loads(out)["id"]
+    code, out, _ = run(capsys, "dependants", old, "--json", *common)
+    assert (code, json.loads(out)) == (0, [{"record_id": new, "relation": "supersedes it"}])
+    _, out, _ = run(capsys, "dependants", new, *common)
+    assert out.strip() == f"{old}  is superseded by it"
+    _, rain, _ = run(
+        capsys, "event", "heavy rain", "--occurred-at", "2024-03-01T00:00:00Z", "--json", *common
+    )
+    rain_id = json.loads(rain)["id"]
+    code, out, _ = run(capsys, "show", rain_id, "--event", "--json", *common)
+    assert (code, json.loads(out)["text"]) == (0, "heavy rain")
+    code, _, err = run(capsys, "auto-link", rain_id, "--window", "7d", *common)
+    assert code == 1  # the verb's own refusal: similarity needs the events' vectors
+    assert "auto_link needs event vectors" in err
+    args = build_parser().parse_args(["auto-link", rain_id, "--window", "7d"])
+    assert (args.window.days, args.threshold, args.weight_scale) == (7, None, 0.5)
+    code, out, _ = run(capsys, "review", "list", "--json", *common)
+    assert (code, json.loads(out)) == (0, [])
+    code, out, _ = run(capsys, "reflect", "--agent", "default", "--importance", "--json", *common)
+    state = json.loads(out)
+    assert (code, state["agent"], state["threshold"]) == (0, "default", 150.0)
+    assert state["accumulated"] > 0
+    args = build_parser().parse_args(
+        ["reflect", "--agent", "a", "--as-of", "2024-03-01T00:00:00Z", "--touch"]
+    )
+    assert (args.as_of.year, args.touch) == (2024, True)
+    assert build_parser().parse_args(["reflect", "--agent", "a"]).touch is None

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from chronomem.cli.arguments import verb_arguments
-from chronomem.cli.render import format_link, print_json, print_record_line, short_time
+from chronomem.cli.render import format_event, format_link, print_json, print_record_line
 from chronomem.cli.settings import Settings, open_memory
 from chronomem.model.event import Event
 
@@ -75,5 +75,4 @@ def links_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 
 def _print_event(e: Event) -> None:
-    scope = f"  ({e.scope})" if e.scope else ""
-    print(f"{e.id}  {short_time(e.occurred_at)}  [{e.kind.value}] {e.text}{scope}")
+    print(format_event(e))

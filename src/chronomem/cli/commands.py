@@ -13,8 +13,8 @@ from typing import Any
 
 from chronomem.cli.arguments import record_arguments, verb_arguments
 from chronomem.cli.render import (
+    format_event,
     format_hit,
-    format_link,
     format_record,
     print_json,
     print_record_line,
@@ -99,6 +99,10 @@ def recall_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 def show_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
+        if args.event:
+            event = mem.get_event(args.id)
+            print_result(args, event, lambda: print(format_event(event)))
+            return 0
         record = mem.get(args.id)
     if args.json:
         print_json(record.to_dict())
@@ -201,54 +205,6 @@ def audit_command(args: argparse.Namespace, cfg: Settings) -> int:
     return 0
 
 
-def event_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg, create=True, writes=True) as mem:
-        event = mem.add_event(
-            args.text, occurred_at=args.occurred_at, kind=args.kind, scope=args.scope,
-            metadata=args.metadata,
-        )  # fmt: skip
-    if args.json:
-        print_json(event.to_dict())
-    else:
-        print(event.id)
-    return 0
-
-
-def link_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg, writes=True) as mem:
-        if args.remove:
-            removed = mem.unlink(args.cause, args.effect)
-            said = "removed" if removed else "no such link"
-            print_result(args, {"removed": removed}, lambda: print(said))
-            return 0
-        link = mem.link(
-            args.cause, args.effect, weight=args.weight, provenance=args.provenance,
-            similarity=args.similarity,
-        )  # fmt: skip
-        texts = {e: mem.get_event(e).text for e in (link.cause, link.effect)}
-    print_result(args, link, lambda: print(format_link(link, texts)))
-    return 0
-
-
-def ancestors_command(args: argparse.Namespace, cfg: Settings) -> int:
-    with open_memory(cfg) as mem:
-        reach = (mem.descendants if args.descendants else mem.ancestors)(
-            args.id, max_depth=args.max_depth, as_of=args.as_of
-        )
-    if args.json:
-        print_json([a.to_dict() for a in reach])
-        return 0
-    if not reach:
-        print("none within the depth bound")
-    for a in reach:
-        e = a.event
-        print(
-            f"depth {a.depth}  strength {a.strength:.3f}  {e.id}  {e.occurred_at:%Y-%m-%d}  "
-            f"[{e.kind.value}] {e.text}"
-        )
-    return 0
-
-
 def context_command(args: argparse.Namespace, cfg: Settings) -> int:
     with open_memory(cfg) as mem:
         block = mem.context(
@@ -271,17 +227,24 @@ def context_command(args: argparse.Namespace, cfg: Settings) -> int:
 
 def reflect_command(args: argparse.Namespace, cfg: Settings) -> int:
     config = ReflectionConfig(questions=args.questions, insights=args.insights)
-    with open_memory(cfg, writes=True) as mem:
+    with open_memory(cfg, writes=args.importance is False) as mem:
+        if args.importance:
+            total = mem.accumulated_importance(args.agent)
+            state = {"agent": args.agent, "accumulated": total, "threshold": config.threshold}
+            said = f"{args.agent} has accumulated {total:g} of {config.threshold:g}"
+            print_result(args, state, lambda: print(said))
+            return 0
         if args.if_due and mem.accumulated_importance(args.agent) < config.threshold:
             total = mem.accumulated_importance(args.agent)
             due = {"due": False, "accumulated": total, "threshold": config.threshold}
             said = f"not due: {args.agent} has accumulated {total:g} of {config.threshold:g}"
             print_result(args, due, lambda: print(said))
             return 0
+        when = {"as_of": args.as_of, "touch": args.touch}
         if isinstance(mem, engine_class()):
-            result = mem.reflect(args.agent, llm=llm_client(cfg), config=config)
+            result = mem.reflect(args.agent, llm=llm_client(cfg), config=config, **when)
         else:  # through the service: its LLM and reflection settings
-            result = mem.reflect(args.agent)
+            result = mem.reflect(args.agent, **when)
     if args.json:
         print_json(result)
         return 0

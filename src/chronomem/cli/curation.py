@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from chronomem.cli.arguments import verb_arguments
 from chronomem.cli.commands import print_result
 from chronomem.cli.host import invocation
-from chronomem.cli.render import print_json, short_time
+from chronomem.cli.render import print_items, print_json, short_time
 from chronomem.cli.settings import Settings, open_memory
 
 if TYPE_CHECKING:
@@ -76,6 +76,22 @@ def review_command(args: argparse.Namespace, cfg: Settings) -> int:
         run = invocation()
         print(f"\n{len(found)} proposal(s): {run} review approve ID | reject ID --reason …")
     return 0
+
+
+def proposals_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        found = mem.proposals(args.status)
+    empty = "no proposals" + (f" {args.status}" if args.status else "")
+    return print_items(found, args.json, _print_proposal, empty)
+
+
+def dependants_command(args: argparse.Namespace, cfg: Settings) -> int:
+    with open_memory(cfg) as mem:
+        found = mem.dependants(args.id)
+    return print_items(
+        found, args.json, lambda d: print(f"{d.record_id}  {d.relation}"),
+        "nothing depends on it: forget may delete it",
+    )  # fmt: skip
 
 
 def approve_command(args: argparse.Namespace, cfg: Settings) -> int:

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from chronomem import __version__
-from chronomem.cli import browse, commands, curation, service
+from chronomem.cli import browse, commands, curation, graph, service
 from chronomem.cli.arguments import (
     instant,
     missing_vectors_flag,
@@ -29,6 +29,7 @@ from chronomem.config import PRESETS
 from chronomem.errors import ChronomemError
 from chronomem.model.event import EventKind
 from chronomem.model.record import Kind, Sensitivity
+from chronomem.model.review import ProposalStatus
 
 __all__ = ["EXIT_CODES", "build_parser", "main"]
 
@@ -96,8 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     verb_flags(p, "recall")
     p.set_defaults(func=commands.recall_command)
 
-    p = sub.add_parser("show", parents=[common], help="one record by id, every field")
+    p = sub.add_parser("show", parents=[common], help="one record (or --event) by id, every field")
     p.add_argument("id")
+    p.add_argument("--event", action="store_true", help="the id is an event's")
     p.set_defaults(func=commands.show_command)
 
     paged = argparse.ArgumentParser(add_help=False, parents=[common])
@@ -192,6 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=commands.scrub_command)
 
+    p = sub.add_parser("dependants", parents=[common], help="what depends on a record")
+    p.add_argument("id")
+    p.set_defaults(func=curation.dependants_command)
+
     p = sub.add_parser("audit", parents=[common], help="the log of lifecycle changes")
     p.add_argument("id", nargs="?", help="only this record's")
     p.set_defaults(func=commands.audit_command)
@@ -199,21 +205,29 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("event", parents=[common], help="add an event to the causal graph")
     p.add_argument("text")
     verb_flags(p, "add_event")
-    p.set_defaults(func=commands.event_command)
+    p.set_defaults(func=graph.event_command)
 
     p = sub.add_parser("link", parents=[common], help="add (or --remove) a causal link")
     p.add_argument("cause", help="event id")
     p.add_argument("effect", help="event id")
     verb_flags(p, "link")
     p.add_argument("--remove", action="store_true", help="remove the link instead")
-    p.set_defaults(func=commands.link_command)
+    p.set_defaults(func=graph.link_command)
 
     p = sub.add_parser("ancestors", parents=[common], help="the causes of an event")
     p.add_argument("id", help="event id")
     p.add_argument("--max-depth", type=int, default=4)
     p.add_argument("--as-of", type=instant)
     p.add_argument("--descendants", action="store_true", help="its effects instead")
-    p.set_defaults(func=commands.ancestors_command)
+    p.set_defaults(func=graph.ancestors_command)
+
+    p = sub.add_parser(
+        "auto-link", parents=[common],
+        help="link an event to similar earlier ones (inferred links, weaker than explicit ones)",
+    )  # fmt: skip
+    p.add_argument("id", help="event id")
+    verb_flags(p, "auto_link")
+    p.set_defaults(func=graph.auto_link_command)
 
     p = sub.add_parser("context", parents=[common], help="a prompt-ready context block")
     p.add_argument("query", nargs="?", default=None, help="default: the crisis's text")
@@ -234,6 +248,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--questions", type=int, default=3, help="focal questions (default 3)")
     p.add_argument("--insights", type=int, default=5, help="insights per question (default 5)")
     p.add_argument("--if-due", action="store_true", help="only if the importance trigger is due")
+    p.add_argument("--as-of", type=instant, help="reflect on the records up to this instant")
+    p.add_argument(
+        "--touch", action="store_const", const=True, default=None,
+        help="evidence retrieval touches what it reads (default: read-only)",
+    )  # fmt: skip
+    p.add_argument(
+        "--importance", action="store_true",
+        help="show the agent's accumulated importance against the trigger, and reflect not",
+    )  # fmt: skip
     p.set_defaults(func=commands.reflect_command)
 
     p = sub.add_parser("export", parents=[common], help="write the space to a JSONL archive")
@@ -327,6 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
     review.add_argument("--as-of", type=instant, help="review as of this instant")
     review.set_defaults(func=curation.review_command)
     review_sub = review.add_subparsers(dest="review_command", metavar="ACTION")
+    p = review_sub.add_parser("list", parents=[common], help="the review queue as kept")
+    p.add_argument("--status", choices=[s.value for s in ProposalStatus], help="only these")
+    p.set_defaults(func=curation.proposals_command)
     p = review_sub.add_parser("approve", parents=[common], help="apply a proposal")
     p.add_argument("id", help="the proposal's id")
     p.add_argument("--actor", help="who approves (default: $CHRONOMEM_ACTOR, $USER)")

@@ -6,18 +6,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
 from chronomem.context.block import record_markers
-from chronomem.model.event import Link
+from chronomem.model.event import Event, Link
 from chronomem.model.record import Breakdown, Hit, Record
 from chronomem.text import display_width
 
 __all__ = [
     "explanation",
+    "print_items",
+    "format_event",
     "format_hit",
     "format_link",
     "jsonable",
@@ -33,6 +35,21 @@ __all__ = [
 def print_json(value: Any) -> None:
     """One JSON document on stdout (what ``--json`` prints, for every command)."""
     print(json.dumps(jsonable(value), ensure_ascii=False, indent=2, default=str))
+
+
+def print_items(
+    items: Sequence[Any], as_json: bool, line: Callable[[Any], None], empty: str
+) -> int:
+    """A list answer: with ``--json`` one JSON array of the items, else one ``line`` each, or
+    ``empty`` when there are none. Returns the exit code (0)."""
+    if as_json:
+        print_json([item.to_dict() for item in items])
+    else:
+        for item in items:
+            line(item)
+        if not items:
+            print(empty)
+    return 0
 
 
 def jsonable(value: Any) -> Any:
@@ -186,6 +203,12 @@ def print_record_line(r: Record, *, agent: bool = False) -> None:
     who = f"{r.agent} " if agent else ""
     when = short_time(r.occurred_at)
     print(f"{r.id}  {when}  [{who}{r.kind.value}]{lifecycle_marker(r)}  {r.text}")
+
+
+def format_event(e: Event) -> str:
+    """One event on one line: id, when, kind, text and scope."""
+    scope = f"  ({e.scope})" if e.scope else ""
+    return f"{e.id}  {short_time(e.occurred_at)}  [{e.kind.value}] {e.text}{scope}"
 
 
 def format_link(link: Link, texts: Mapping[str, str]) -> str:

@@ -7,11 +7,12 @@
 ...     mem.remember("Isabella is planning a party", agent="isabella")
 ...     hits = mem.recall("who is planning a party?", explain=True)
 
-Each verb is defined once, in ``calls.py`` (the causal graph's in ``graph.py``), as a function
-that validates its arguments and describes the request; a :class:`Verb` gives both classes that
-function's signature, sending the call blocking or awaiting. Errors come back as the engine's own
-exception classes (the service sends them as problem documents); an unreachable service raises
-:class:`~chronomem.ServiceError` and a refused key :class:`~chronomem.AccessDeniedError`.
+Each verb is defined once, in ``calls.py`` (the causal graph's in ``graph.py``, the service's
+operations in ``operations.py``), as a function that validates its arguments and describes the
+request; a :class:`Verb` gives both classes that function's signature, sending the call
+blocking or awaiting. Errors come back as the engine's own exception classes (the service sends
+them as problem documents); an unreachable service raises :class:`~chronomem.ServiceError` and a
+refused key :class:`~chronomem.AccessDeniedError`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import httpx
 
 from chronomem import errors
 from chronomem.checks import require_text
-from chronomem.client import calls, graph
+from chronomem.client import calls, graph, operations
 from chronomem.client.calls import Call, ClockReading
 from chronomem.errors import AccessDeniedError, ChronomemError, ServiceError
 
@@ -82,6 +83,8 @@ class _Verbs:
     remember_many = Verb(calls.remember_many)
     records = Verb(calls.records)
     get = Verb(calls.get)
+    get_many = Verb(calls.get_many)
+    dependants = Verb(calls.dependants)
     history = Verb(calls.history)
     audit = Verb(calls.audit)
     supersede = Verb(calls.supersede)
@@ -113,6 +116,7 @@ class _Verbs:
     descendants = Verb(graph.descendants)
     auto_link = Verb(graph.auto_link)
     reflect = Verb(calls.reflect)
+    maybe_reflect = Verb(calls.maybe_reflect)
     embed_passages = Verb(calls.embed_passages)
     embed_records = Verb(calls.embed_records)
     calibrate = Verb(calls.calibrate)
@@ -123,12 +127,12 @@ class _Verbs:
     reject = Verb(calls.reject)
     set_access_log = Verb(calls.set_access_log)
     accesses = Verb(calls.accesses)
-    export = Verb(calls.export)
-    import_ = Verb(calls.import_)
-    clock_reading = Verb(calls.clock_reading)
-    set_clock = Verb(calls.set_clock)
-    advance_clock = Verb(calls.advance_clock)
-    health = Verb(calls.health)
+    export = Verb(operations.export)
+    import_ = Verb(operations.import_)
+    clock_reading = Verb(operations.clock_reading)
+    set_clock = Verb(operations.set_clock)
+    advance_clock = Verb(operations.advance_clock)
+    health = Verb(operations.health)
 
     _base: str
     _space: str

@@ -7,10 +7,8 @@ send the same calls, one blocking, one awaiting (``client/__init__.py``).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chronomem.checks import optional_instant, positive_int, record_items, require_text, to_enum
@@ -30,10 +28,9 @@ from chronomem.errors import InvalidInputError
 from chronomem.model.audit import AuditEntry, BulkResult, ForgetResult, ScrubResult
 from chronomem.model.core import DEFAULT_CORE_LIMIT, CoreBlock
 from chronomem.model.filter import FilterSpec
-from chronomem.model.record import Hit, Kind, Record, Sensitivity, Status, WriteResult
+from chronomem.model.record import Dependant, Hit, Kind, Record, Sensitivity, Status, WriteResult
 from chronomem.model.reflection import ReflectionResult
 from chronomem.model.review import Access, Proposal
-from chronomem.model.transfer import ImportReport
 from chronomem.retrieval.options import RankBy, ReadOptions
 from chronomem.writing.calibration import Calibration
 
@@ -124,6 +121,19 @@ def records(
 def get(record_id: str) -> Call[Record]:
     """:meth:`chronomem.Memory.get`."""
     return Call("GET", f"/records/{segment(record_id, 'record_id')}", reader(Record))
+
+
+def get_many(record_ids: Sequence[str]) -> Call[list[Record]]:
+    """:meth:`chronomem.Memory.get_many`."""
+    if isinstance(record_ids, str):
+        raise InvalidInputError("record_ids must be a list of ids", field="record_ids")
+    return Call("POST", "/records/get-many", reader(list[Record]), {"record_ids": list(record_ids)})
+
+
+def dependants(record_id: str) -> Call[list[Dependant]]:
+    """:meth:`chronomem.Memory.dependants`."""
+    path = f"/records/{segment(record_id, 'record_id')}/dependants"
+    return Call("GET", path, reader(list[Dependant]))
 
 
 def history(record_id: str) -> Call[list[Record]]:
@@ -373,6 +383,12 @@ def reflect(
     return Call("POST", "/reflections", reader(ReflectionResult), body)
 
 
+def maybe_reflect(agent: str, *, as_of: datetime | None = None) -> Call[ReflectionResult | None]:
+    """:meth:`chronomem.Memory.maybe_reflect`, with the server's LLM: ``None`` when not due."""
+    body = given(agent=require_text(agent, "agent"), as_of=as_of)
+    return Call("POST", "/reflections/if-due", reader(ReflectionResult | None), body)
+
+
 def embed_passages(*, progress: bool = False, batch: int = 512) -> Call[int]:
     """:meth:`chronomem.Memory.embed_passages` (admin; the server embeds in its own batches)."""
     positive_int(batch, "batch")
@@ -437,48 +453,3 @@ def accesses(record_id: str | None = None, *, limit: int = 100) -> Call[list[Acc
     if record_id is not None:
         params["record_id"] = require_text(record_id, "record_id")
     return Call("GET", "/accesses", reader(list[Access]), params=params)
-
-
-# -- moving data in and out (admin) ---------------------------------------------------------------
-def export(path: str | os.PathLike[str]) -> Call[int]:
-    """:meth:`chronomem.Memory.export`: the archive is written to ``path`` on this machine."""
-    target = Path(path)
-
-    def save(content: bytes) -> int:
-        tmp = target.with_name(f".{target.name}.download")
-        tmp.write_bytes(content)
-        os.replace(tmp, target)
-        return sum(
-            1 for line in content.splitlines()[1:] if json.loads(line).get("type") == "record"
-        )
-
-    return Call("GET", "/export", save)
-
-
-def import_(path: str | os.PathLike[str]) -> Call[ImportReport]:
-    """:meth:`chronomem.Memory.import_`: the archive at ``path`` on this machine is uploaded."""
-    source = Path(path)
-    if not source.is_file():
-        raise InvalidInputError(f"archive not found: {source}", field="path")
-    return Call("POST", "/import", reader(ImportReport), content=source.read_bytes())
-
-
-# -- the space's clock --------------------------------------------------------------------------
-def clock_reading() -> Call[ClockReading]:
-    """The space's clock: its now and whether it is simulated."""
-    return Call("GET", "/clock", reader(ClockReading))
-
-
-def set_clock(now: datetime | None) -> Call[ClockReading]:
-    """Set the space's simulated now (``None``: follow the wall clock again); admin."""
-    return Call("PUT", "/clock", reader(ClockReading), {"now": wire(optional_instant(now, "now"))})
-
-
-def advance_clock(by: timedelta) -> Call[ClockReading]:
-    """Move the space's simulated clock forward by ``by``; admin."""
-    return Call("POST", "/clock/advance", reader(ClockReading), {"by": wire(by)})
-
-
-def health() -> Call[dict[str, Any]]:
-    """The service's health (no key needed)."""
-    return Call("GET", "/v1/health", reader(dict[str, Any]))

@@ -35,7 +35,9 @@ __all__ = [
     "FeedbackIn",
     "ForgetIn",
     "ForgetWhereIn",
+    "GetManyIn",
     "LinkIn",
+    "MaybeReflectIn",
     "PeekIn",
     "ReadIn",
     "RecallIn",
@@ -212,6 +214,15 @@ class ReflectIn(_In):
     agent: str
     as_of: AwareDatetime | None = None
     touch: bool | None = None
+
+
+class MaybeReflectIn(_In):
+    agent: str
+    as_of: AwareDatetime | None = None
+
+
+class GetManyIn(_In):
+    record_ids: list[str] = Field(max_length=MAX_K, description="the records' ids")
 
 
 class RejectIn(_In):

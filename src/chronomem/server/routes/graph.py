@@ -99,6 +99,15 @@ def register(v1: APIRouter, service: Service) -> None:
         service.allow(auth, space, Scope.WRITE)
         return service.memory(space).reflect(body.agent, as_of=body.as_of, touch=body.touch)
 
+    @v1.post("/reflections/if-due", tags=["reflection"])
+    def maybe_reflect(
+        space: str, body: wire.MaybeReflectIn, auth: Credentials
+    ) -> ReflectionResult | None:
+        """Reflect if the agent's accumulated importance reached the threshold; ``null`` if
+        not."""
+        service.allow(auth, space, Scope.WRITE)
+        return service.memory(space).maybe_reflect(body.agent, as_of=body.as_of)
+
     @v1.post("/embed-passages", tags=["records"])
     def embed_passages(space: str, auth: Credentials) -> int:
         service.allow(auth, space, Scope.ADMIN)

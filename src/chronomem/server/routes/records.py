@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 
 from chronomem.model.audit import AuditEntry, BulkResult, ForgetResult
 from chronomem.model.keys import Scope
-from chronomem.model.record import Kind, Record, Status, WriteResult
+from chronomem.model.record import Dependant, Kind, Record, Status, WriteResult
 from chronomem.server import wire
 from chronomem.server.routes.service import Credentials, Service, instant, json_object
 from chronomem.verbs import PARAMS
@@ -72,6 +72,18 @@ def register(v1: APIRouter, service: Service) -> None:
     def get(space: str, record_id: str, auth: Credentials) -> Record:
         service.allow(auth, space, Scope.READ)
         return service.memory(space).get(record_id)
+
+    @v1.post("/records/get-many", tags=["records"])
+    def get_many(space: str, body: wire.GetManyIn, auth: Credentials) -> list[Record]:
+        """The records with these ids, whatever their status, in the order asked."""
+        service.allow(auth, space, Scope.READ)
+        return service.memory(space).get_many(body.record_ids)
+
+    @v1.get("/records/{record_id}/dependants", tags=["lifecycle"])
+    def dependants(space: str, record_id: str, auth: Credentials) -> list[Dependant]:
+        """What depends on the record, as ``forget`` weighs it."""
+        service.allow(auth, space, Scope.READ)
+        return service.memory(space).dependants(record_id)
 
     @v1.get("/records/{record_id}/history", tags=["lifecycle"])
     def history(space: str, record_id: str, auth: Credentials) -> list[Record]:
