@@ -86,15 +86,15 @@ def _top(module: str) -> str:
 
 
 def test_memory_is_one_class_over_plain_modules() -> None:
-    """One facade, written in a few modules by concept (the read-only view, the causal graph's
-    verbs, the changes by filter, the rest), over plain function modules: no other base classes,
-    no deep tree (every part of the facade stands directly on the view)."""
+    """One facade, written in a few modules by concept (the read-only view, the writes, the
+    causal graph's verbs, the changes by filter, the rest), over plain function modules: no
+    other base classes, no deep tree (every part of the facade stands directly on the view)."""
     facade = chronomem.Memory.__mro__[:-1]
     assert chronomem.Memory.__mro__[-1] is object
     assert all(c.__module__.startswith("chronomem.engine.") for c in facade), facade
     view = chronomem.engine.view.MemoryView
     assert all(part.__bases__ == (view,) for part in chronomem.Memory.__bases__)
-    assert len(facade) <= 4
+    assert len(facade) <= 5
 
 
 @pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))

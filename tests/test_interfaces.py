@@ -92,6 +92,8 @@ VERBS: dict[str, Row] = {
     # records and their lifecycle
     "remember": Row(client="remember", http="POST /records", mcp="remember", cli="remember"),
     "remember_many": Row(client="remember_many", http="POST /records/batch"),
+    "remember_messages": Row(client="remember_messages", http="POST /messages",
+                             cli="remember-messages"),
     "records": Row(client="records", http="GET /records", cli="list"),
     "get": Row(client="get", http="GET /records/{record_id}", mcp="get", cli="show"),
     "get_many": Row(client="get_many", http="POST /records/get-many"),
@@ -225,6 +227,7 @@ SPELLINGS: dict[tuple[str, str], dict[str, Spelling]] = {
     ("supersede", "http"): {"old_ids": alias("record_id")},  # one old record per call
     ("supersede", "mcp"): {"old_ids": alias("record_id")},
     ("supersede", "cli"): {"old_ids": alias("ids")},
+    ("remember_messages", "cli"): {"messages": alias("path")},  # a JSON or JSONL file
     ("core_append", "mcp"): {"text": alias("content")},  # Letta's (MemGPT's) tool names
     ("core_replace", "mcp"): {"old": alias("old_content"), "new": alias("new_content")},
     ("records", "cli"): {"status": alias("state")},
@@ -384,6 +387,7 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
     ("remember", "mcp", "speaker"): MCP_TOOLS,
     ("remember", "mcp", "metadata"): MCP_TOOLS,
     ("remember", "mcp", "expires_at"): MCP_TOOLS + "; a model gives a span (ttl)",
+    ("remember", "mcp", "source_id"): MCP_TOOLS + "; a model's own note is made from nothing",
     ("recall", "mcp", "k"): MCP_CONTEXT,
     ("recall", "mcp", "touch"): MCP_TOOLS + "; an agent's own recall touches",
     ("recall", "mcp", "valid_at"): MCP_TOOLS,
@@ -403,6 +407,7 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
     ("supersede", "mcp", "metadata"): MCP_CORRECT,
     ("supersede", "mcp", "ttl"): MCP_CORRECT,
     ("supersede", "mcp", "expires_at"): MCP_CORRECT,
+    ("supersede", "mcp", "source_id"): MCP_CORRECT,
     ("supersede", "mcp", "evidence"): MCP_CORRECT,
     ("supersede", "mcp", "event_id"): MCP_CORRECT,
     ("supersede", "mcp", "sensitivity"): MCP_CORRECT,
@@ -423,6 +428,10 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
     ("review", "mcp", "config"): PYTHON_VALUE,
     # -- MCP: verbs that are no tool
     ("remember_many", "mcp", ALL): NOT_A_TOOL,
+    ("remember_messages", "mcp", ALL): (
+        "not an MCP tool: the host application hands its conversation over, the agent edits "
+        "its own memories (docs/design/conversations.md)"
+    ),
     ("close_where", "mcp", ALL): OPERATOR_ONLY,
     ("verify_where", "mcp", ALL): OPERATOR_ONLY,
     ("expire", "mcp", ALL): NOT_A_TOOL + "; reads never need it (docs/lifecycle.md)",
@@ -463,6 +472,7 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
     # -- the CLI
     ("remember", "cli", "allow_missing_vectors"): OPEN_OPTION,
     ("supersede", "cli", "allow_missing_vectors"): OPEN_OPTION,
+    ("remember_messages", "cli", "allow_missing_vectors"): OPEN_OPTION,
     ("import_", "cli", "allow_missing_vectors"): OPEN_OPTION,
     ("import_generative_agents", "cli", "allow_missing_vectors"): OPEN_OPTION,
     ("records", "cli", "limit"): CLI_PAGE,

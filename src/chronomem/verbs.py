@@ -396,6 +396,11 @@ RECORD: dict[str, Param] = {
             doc=f"... or the instant it closes, {_INSTANT} (not with ttl)",
         ),
         Param(
+            name="source_id", value=str | None, bounds={"max_length": 200}, flag="--source-id",
+            doc="the id of what it was made from (a message): the agent keeps one record of "
+            "each, so a retried write is not stored twice",
+        ),
+        Param(
             name="embedding", value=list[float] | None, doc="its vector, instead of the embedder's"
         ),
         Param(

@@ -38,7 +38,8 @@ def test_the_script_completes_commands_flags_and_choices(
     assert main(["completion", shell]) == 0
     script = tmp_path / f"chronomem.{shell}"
     script.write_text(capsys.readouterr().out)
-    assert _complete(script, "chronomem rem", shell) == ["remember"]
+    assert _complete(script, "chronomem rem", shell) == ["remember", "remember-messages"]
+    assert _complete(script, "chronomem remember-", shell) == ["remember-messages"]
     assert {"list", "links"} <= set(_complete(script, "chronomem li", shell))
     assert "--valid-from" in _complete(script, "chronomem remember x --val", shell)
     assert _complete(script, "chronomem list --state su", shell) == ["superseded"]

@@ -9,6 +9,7 @@ import dataclasses
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from chronomem.cli.arguments import record_arguments, verb_arguments
@@ -29,7 +30,7 @@ from chronomem.cli.settings import (
     open_memory,
 )
 from chronomem.config import ReflectionConfig
-from chronomem.errors import ConfigError
+from chronomem.errors import ConfigError, InvalidInputError
 from chronomem.model.record import WriteResult
 from chronomem.retrieval.options import ReadOptions
 
@@ -82,6 +83,44 @@ def remember_command(args: argparse.Namespace, cfg: Settings) -> int:
             args.text, actor=cfg.actor, **record_fields(args),
         )  # fmt: skip
     return _print_write(result, args.json)
+
+
+def remember_messages_command(args: argparse.Namespace, cfg: Settings) -> int:
+    messages = _messages(args.path)
+    with open_memory(
+        cfg, create=True, allow_missing_vectors=args.allow_missing_vectors, writes=True
+    ) as mem:
+        results = mem.remember_messages(
+            messages, agent=args.agent, session=args.session, progress=sys.stderr.isatty(),
+            actor=cfg.actor,
+        )  # fmt: skip
+    stored = sum(r.stored for r in results)
+    again = sum(r.duplicate_of is not None for r in results)
+    said = (
+        f"{stored} turn(s) stored, {again} already stored, {len(results) - stored - again} "
+        "message(s) not turns of the conversation"
+    )
+    print_result(args, results, lambda: print(said))
+    return 0
+
+
+def _messages(path: str) -> list[Any]:
+    """The messages of a JSON array or JSONL file (``-``: standard input)."""
+    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    try:
+        stripped = text.lstrip()
+        if stripped.startswith("["):
+            found = json.loads(stripped)
+        else:
+            found = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(
+            f"{path}: not a JSON array or JSONL of messages (line {exc.lineno}: {exc.msg})",
+            field="messages",
+        ) from None
+    if not isinstance(found, list):
+        raise InvalidInputError(f"{path}: give a JSON array of messages", field="messages")
+    return found
 
 
 def recall_command(args: argparse.Namespace, cfg: Settings) -> int:

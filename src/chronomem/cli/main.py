@@ -92,6 +92,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sensitivity", default="normal", choices=[s.value for s in Sensitivity])
     p.set_defaults(func=commands.remember_command)
 
+    p = sub.add_parser(
+        "remember-messages", parents=[lifecycle],
+        help="store a conversation: each user or assistant turn of OpenAI or LangChain messages",
+    )  # fmt: skip
+    p.add_argument("path", help="a JSON array or JSONL of messages (- for standard input)")
+    p.add_argument("--agent", default="default", help="whose memory (default: 'default')")
+    p.add_argument("--session", help="the conversation, thread or run it belongs to")
+    missing_vectors_flag(p)
+    p.set_defaults(func=commands.remember_messages_command)
+
     p = sub.add_parser("recall", parents=[common], help="the best memories for a query")
     p.add_argument("query")
     verb_flags(p, "recall")

@@ -81,6 +81,7 @@ class _Verbs:
 
     remember = Verb(calls.remember)
     remember_many = Verb(calls.remember_many)
+    remember_messages = Verb(calls.remember_messages)
     records = Verb(calls.records)
     get = Verb(calls.get)
     get_many = Verb(calls.get_many)

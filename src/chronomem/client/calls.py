@@ -33,6 +33,7 @@ from chronomem.model.reflection import ReflectionResult
 from chronomem.model.review import Access, Proposal
 from chronomem.retrieval.options import RankBy, ReadOptions
 from chronomem.writing.calibration import Calibration
+from chronomem.writing.messages import message_fields
 
 __all__ = ["Call", "ClockReading"]  # and one function per verb
 
@@ -53,7 +54,8 @@ def remember(
     event_id: str | None = None, supersedes: Sequence[str] = (),
     sensitivity: Sensitivity | str = Sensitivity.NORMAL, speaker: str | None = None,
     session: str | None = None, ttl: float | timedelta | None = None,
-    expires_at: datetime | None = None, embedding: Vector | None = None,
+    expires_at: datetime | None = None, source_id: str | None = None,
+    embedding: Vector | None = None,
     passage_embeddings: Sequence[Vector] | None = None, replace: bool = False,
     actor: str | None = None,
 ) -> Call[WriteResult]:  # fmt: skip
@@ -73,6 +75,21 @@ def remember_many(
     batch = [given(**item) for item in record_items(items)]
     body = {"items": batch, **given(agent=agent, kind=kind, session=session)}
     return Call("POST", "/records/batch", reader(list[WriteResult]), body)
+
+
+def remember_messages(
+    messages: Iterable[Any], *, agent: str = "default", session: str | None = None,
+    progress: bool = False, actor: str | None = None,
+) -> Call[list[WriteResult]]:  # fmt: skip
+    """:meth:`chronomem.Memory.remember_messages` (LangChain message objects are sent as their
+    fields)."""
+    if isinstance(messages, str | bytes | Mapping):
+        raise InvalidInputError("messages must be a list of messages", field="messages")
+    body = {
+        "messages": [wire(message_fields(m)) for m in messages],
+        **given(agent=agent, session=session),
+    }
+    return Call("POST", "/messages", reader(list[WriteResult]), body)
 
 
 def records(
@@ -158,7 +175,8 @@ def supersede(
     event_id: str | None = None, sensitivity: Sensitivity | str | None = None,
     speaker: str | None = None, session: str | None = None,
     ttl: float | timedelta | None = None, expires_at: datetime | None = None,
-    embedding: Vector | None = None, passage_embeddings: Sequence[Vector] | None = None,
+    source_id: str | None = None, embedding: Vector | None = None,
+    passage_embeddings: Sequence[Vector] | None = None,
 ) -> Call[WriteResult]:  # fmt: skip
     """:meth:`chronomem.Memory.supersede`. Several old records: the first is the path's, the
     others travel as ``supersedes`` of a ``remember``."""

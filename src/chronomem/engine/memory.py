@@ -26,13 +26,22 @@ from chronomem.checks import (
 )
 from chronomem.config import ReflectionConfig, ScoringConfig
 from chronomem.embedders.base import Embedder
-from chronomem.engine import core, lifecycle, read, reembed, reflect, review, transfer, write
+from chronomem.engine import (
+    core,
+    lifecycle,
+    read,
+    reembed,
+    reflect,
+    review,
+    transfer,
+)
 from chronomem.engine.causal import CausalVerbs
 from chronomem.engine.handle import default_importance
 from chronomem.engine.reembed import ReembedReport
 from chronomem.engine.view import Vector
 from chronomem.engine.where import FilterVerbs
 from chronomem.engine.write import record_fields
+from chronomem.engine.writes import WriteVerbs
 from chronomem.errors import ConfigError, EmbedderMismatchError
 from chronomem.llm.base import LLMClient
 from chronomem.model.audit import ForgetResult, ScrubResult
@@ -50,105 +59,19 @@ from chronomem.writing.calibration import Calibration, calibrate, calibration_ke
 __all__ = ["Memory"]
 
 
-class Memory(CausalVerbs, FilterVerbs):
+class Memory(WriteVerbs, CausalVerbs, FilterVerbs):
     """A memory engine over one store and one space.
 
     Open with :meth:`open`; use as a context manager or call :meth:`close`. Each public call holds
     an internal lock, so a handle may be shared between threads; several processes may open the
     same store. The read-only verbs (``peek``, ``get``, ``history``, ``audit``, ``ancestors``,
-    ``export``, ...) come from :class:`~chronomem.engine.view.MemoryView`, the causal graph's
+    ``export``, ...) come from :class:`~chronomem.engine.view.MemoryView`, the writes
+    (``remember``, ``remember_many``, ``remember_messages``, the vector backfills) from
+    :class:`~chronomem.engine.writes.WriteVerbs`, the causal graph's
     writes and context blocks from :class:`~chronomem.engine.causal.CausalVerbs`, the changes by
     filter (``close_where``, ``verify_where``, ``forget_where``) from
     :class:`~chronomem.engine.where.FilterVerbs`.
     """
-
-    # -- writes (DESIGN §3) ---------------------------------------------------------------
-    def remember(
-        self, text: str, *, agent: str = "default", kind: Kind | str = Kind.OBSERVATION,
-        importance: float | None = None, occurred_at: datetime | None = None,
-        valid_from: datetime | None = None, valid_until: datetime | None = None,
-        domain: str | None = None, tags: Sequence[str] = (),
-        metadata: Mapping[str, Any] | None = None, evidence: Sequence[str] = (),
-        event_id: str | None = None, supersedes: Sequence[str] = (),
-        sensitivity: Sensitivity | str = Sensitivity.NORMAL, speaker: str | None = None,
-        session: str | None = None, ttl: float | timedelta | None = None,
-        expires_at: datetime | None = None, embedding: Vector | None = None,
-        passage_embeddings: Sequence[Vector] | None = None, replace: bool = False,
-        actor: str | None = None,
-    ) -> WriteResult:  # fmt: skip
-        """Store one record and return a :class:`WriteResult`.
-
-        ``recorded_at`` and the first ``last_accessed_at`` are the clock's now; ``occurred_at``
-        (world time) defaults to it. ``importance`` is 1..10; when omitted the configured scorer
-        gives it. ``embedding`` supplies the vector instead of the embedder (with
-        ``embedder=None`` the first vector fixes the store's dimension);
-        ``passage_embeddings`` adds vectors the record also matches by (one per passage: under
-        a preset with passages its cosine is the best of its own and these). ``supersedes``
-        closes the named open records in the same transaction (see :meth:`supersede`).
-        ``replace=True`` (with a ``domain``) makes the record the agent's one open record of
-        exactly that domain: the open ones are superseded in the same transaction — a keyed
-        write, as a key-value store's put; concurrent replacing writes of one domain serialise
-        (in every process) and leave exactly one open record. A fact or instruction nearly
-        duplicating an open one of the same agent and domain is not stored (``stored=False``,
-        ``duplicate_of``) unless it supersedes or replaces something. ``speaker`` says who said
-        it (a name, or a role such as ``user``): the model and the full-text index read the text
-        with the speaker named, and questions about what someone said find it, as they find a
-        transcript line ``"Name: words"`` or a line of prose ``'Name said, "words"'``.
-        ``session`` names the conversation, thread or run it belongs to: reads can keep to one
-        (``recall(..., session=...)``) or span them all (the default). ``ttl`` (seconds or a
-        ``timedelta``) or ``expires_at`` gives the record a time to live: it is closed when it
-        passes — every read from then treats it as closed, the next write stores the close
-        (``closed_reason="expired"``, audited) and history keeps it; ``refresh_ttl=True`` on a
-        read extends it (docs/lifecycle.md, "Time to live").
-
-        Raises:
-            InvalidInputError: bad input; nothing is written.
-            NotFoundError: a cited, superseded or witnessed id does not exist in this space.
-            ConflictError: a superseded record is already closed.
-        """
-        return self.remember_many([record_fields(locals())], actor=actor)[0]
-
-    def remember_many(
-        self,
-        items: Iterable[str | Mapping[str, Any]],
-        *,
-        agent: str | None = None,
-        kind: Kind | str | None = None,
-        session: str | None = None,
-        progress: bool = False,
-        actor: str | None = None,
-    ) -> list[WriteResult]:
-        """Store many records in one transaction, embedding them in batches.
-
-        Each item is a text or a mapping of :meth:`remember`'s keyword arguments; ``agent``,
-        ``kind`` and ``session`` apply to the items that do not set them. Evidence may cite
-        earlier items of the batch. All or nothing: on any invalid item nothing is written and
-        the error names its position. Items the write gate refuses come back with
-        ``stored=False``.
-        """
-        batch = write.batch_items(items, {"agent": agent, "kind": kind, "session": session})
-        actor, progress = optional_text(actor, "actor"), flag(progress, "progress")
-        ready = write.embed_ahead(self._h, batch, progress=progress)  # outside the lock
-        with self._call() as h:
-            now = h.now()
-            results = write.write(h, batch, now=now, progress=progress, actor=actor, ready=ready)
-            reflect.auto_reflect(h, (str(i.get("agent", "default")) for i in batch), now=now)
-            return results
-
-    def embed_records(self, *, progress: bool = False, batch: int = 512) -> int:
-        """Embed (with its passages) every record of this space written without a vector,
-        ``batch`` per transaction; returns how many gained one. Every process's arrays pick
-        them up on their next read. Needs the store's embedder."""
-        with self._call() as h:
-            return write.embed_records(h, progress=progress, batch=batch)
-
-    def embed_passages(self, *, progress: bool = False, batch: int = 512) -> int:
-        """Backfill passage vectors: embed the sentences of every record of this space with a
-        vector, several sentences and no passages (written before store version 5, with
-        ``passages=False``, or imported without them), ``batch`` records per transaction;
-        returns how many gained them. Every process's arrays pick them up on their next read."""
-        with self._call() as h:
-            return write.embed_passages(h, progress=progress, batch=batch)
 
     def calibrate(self, *, progress: bool = False) -> Calibration:
         """Measure the embedder's write-gate, association and importance thresholds on the
@@ -274,7 +197,8 @@ class Memory(CausalVerbs, FilterVerbs):
         event_id: str | None = None, sensitivity: Sensitivity | str | None = None,
         speaker: str | None = None, session: str | None = None,
         ttl: float | timedelta | None = None, expires_at: datetime | None = None,
-        embedding: Vector | None = None, passage_embeddings: Sequence[Vector] | None = None,
+        source_id: str | None = None, embedding: Vector | None = None,
+        passage_embeddings: Sequence[Vector] | None = None,
     ) -> WriteResult:  # fmt: skip
         """Store ``text`` as the replacement of ``old_ids`` and close them, atomically: each
         old record is ``superseded`` by the new id at now, its world-time window ending where

@@ -4,7 +4,7 @@ near-duplicate gate and the insert in one store transaction."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -12,12 +12,11 @@ from typing import Any
 import numpy as np
 
 from chronomem.arrays import F32
-from chronomem.checks import flag, positive_int, record_items, shown
+from chronomem.checks import record_items, shown
 from chronomem.clock import to_micros
 from chronomem.embedders.base import is_thread_safe, model_languages, read_lengths
 from chronomem.engine.handle import Handle
 from chronomem.errors import (
-    ConfigError,
     ConflictError,
     EmbedderError,
     InvalidInputError,
@@ -38,8 +37,6 @@ __all__ = [
     "Ahead",
     "batch_items",
     "embed_ahead",
-    "embed_passages",
-    "embed_records",
     "embed_texts",
     "open_holders",
     "record_fields",
@@ -314,59 +311,6 @@ def _read_passages(h: Handle, texts: list[str], split: list[list[str]]) -> list[
     return out
 
 
-def _backfill(
-    h: Handle, verb: str, batch: int, progress: bool, wanted: Callable[[StoredRecord], bool]
-) -> Iterator[list[tuple[str, str]]]:
-    """The ``(id, text)`` of the space's records a backfill ``verb`` embeds, ``batch`` at a
-    time (read from one snapshot first; each batch is then written in its own transaction)."""
-    positive_int(batch, "batch")
-    flag(progress, "progress")
-    if h.embedder is None:
-        raise ConfigError(f"{verb} needs an embedder (Memory.open(embedder=...))")
-    with h.store.snapshot():
-        todo = [
-            (s.record.id, s.record.read_text) for s in h.store.iter_records(h.space) if wanted(s)
-        ]
-    for start in range(0, len(todo), batch):
-        yield todo[start : start + batch]
-
-
-def embed_records(h: Handle, *, progress: bool, batch: int) -> int:
-    """Embed the records of the space written without a vector (see
-    :meth:`Memory.embed_records`)."""
-    done = 0
-    for chunk in _backfill(h, "embed_records", batch, progress, lambda s: s.embedding is None):
-        texts = [t for _, t in chunk]
-        wholes, parts = embed_texts(h, texts, [True] * len(texts), progress=progress)
-        h.fix_dim(int(wholes.shape[1]))
-        done += h.store.set_embeddings(
-            h.space,
-            [(rid, v, p) for (rid, _), v, p in zip(chunk, wholes, parts, strict=True)],
-        )
-    return done
-
-
-def embed_passages(h: Handle, *, progress: bool, batch: int) -> int:
-    """Backfill passage vectors (see :meth:`Memory.embed_passages`)."""
-    done = 0
-    for chunk in _backfill(
-        h,
-        "embed_passages",
-        batch,
-        progress,
-        lambda s: (
-            s.embedding is not None and s.passages is None and bool(passages(s.record.read_text))
-        ),
-    ):
-        texts = [t for _, t in chunk]
-        need = [False] * len(texts)  # their vectors stay as written
-        parts = embed_texts(h, texts, need, progress=progress, with_passages=True)[1]
-        items = [(rid, p) for (rid, _), p in zip(chunk, parts, strict=True) if p is not None]
-        h.store.set_passages(h.space, items)
-        done += len(items)
-    return done
-
-
 def _replacing(h: Handle, drafts: list[Draft], *, now: datetime) -> list[Draft]:
     """Inside the write transaction, after taking the space's write lock (so that concurrent
     replacing writes of one domain serialise and exactly one open record remains): each draft
@@ -396,6 +340,40 @@ def _replacing(h: Handle, drafts: list[Draft], *, now: datetime) -> list[Draft]:
     return out
 
 
+def _not_made_yet(h: Handle, drafts: list[Draft]) -> tuple[list[Draft], dict[int, WriteResult]]:
+    """Inside the write transaction: the drafts whose ``(agent, source_id)`` no record holds
+    yet, and for the others (by position) the result naming the record made from that source —
+    a retried write lands once. Takes the space's write lock first, so retries running at once
+    in several processes serialise and the later one finds the earlier one's records."""
+    keyed: list[tuple[int, tuple[str, str]]] = []
+    for i, d in enumerate(drafts):
+        if d.record.source_id is not None:
+            keyed.append((i, (d.record.agent, d.record.source_id)))
+    if not keyed:
+        return drafts, {}
+    h.store.lock_space(h.space)
+    stored = h.store.stored_sources(h.space, [key for _, key in keyed])
+    made: dict[int, WriteResult] = {}
+    first: dict[tuple[str, str], str] = {}
+    for i, key in keyed:
+        held = stored.get(key) or first.get(key)
+        if held is None:
+            first[key] = drafts[i].record.id
+            continue
+        why = f"already stored: record {held} was made from source_id {shown(key[1])}"
+        made[i] = WriteResult(stored=False, id=None, reason=why, duplicate_of=held)
+    return [d for i, d in enumerate(drafts) if i not in made], made
+
+
+def _in_order(results: list[WriteResult], made: dict[int, WriteResult]) -> list[WriteResult]:
+    """The results of the written drafts with those of the already made ones put back in
+    their places."""
+    if not made:
+        return results
+    rest = iter(results)
+    return [made[i] if i in made else next(rest) for i in range(len(results) + len(made))]
+
+
 def open_holders(h: Handle, agent: str, domain: str, *, now: datetime) -> list[str]:
     """The ids of the agent's open records (not closed or superseded) whose domain is exactly
     ``domain`` (case and spacing included), oldest first."""
@@ -416,6 +394,7 @@ def _store_drafts(
     """Inside a write transaction: close what the drafts supersede, apply the write gate, insert
     the rest, audit."""
     drafts = _replacing(h, drafts, now=now)
+    drafts, made = _not_made_yet(h, drafts)
     named = [old for d in drafts for old in d.supersedes]
     if len(named) != len(set(named)):
         raise ConflictError("a record is superseded twice in one batch")
@@ -470,6 +449,7 @@ def _store_drafts(
             continue
         accepted.append(d)
         results.append(WriteResult(stored=True, id=d.record.id))
+    results = _in_order(results, made)
     h.store.insert_records(
         h.space,
         [

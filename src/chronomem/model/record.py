@@ -88,6 +88,9 @@ class Record:
     after it treats it as closed then (:meth:`closing_at`), and the next write on the space
     writes the close (``closed_reason`` ``"expired"``, audited). ``ttl`` is the span in seconds
     a refreshing read (``refresh_ttl``) extends it by, from that read's instant.
+
+    ``source_id`` is the id of what the record was made from (a message): the agent holds at
+    most one record of each, so a retried write never lands twice.
     """
 
     id: str
@@ -122,6 +125,7 @@ class Record:
     session: str | None = None
     expires_at: datetime | None = None
     ttl: float | None = None
+    source_id: str | None = None
 
     @property
     def read_text(self) -> str:

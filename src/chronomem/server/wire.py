@@ -38,6 +38,7 @@ __all__ = [
     "GetManyIn",
     "LinkIn",
     "MaybeReflectIn",
+    "MessagesIn",
     "PeekIn",
     "ReadIn",
     "RecallIn",
@@ -214,6 +215,14 @@ class ReflectIn(_In):
     agent: str
     as_of: AwareDatetime | None = None
     touch: bool | None = None
+
+
+class MessagesIn(_In):
+    """A conversation (``remember_messages``): OpenAI or LangChain messages as dicts."""
+
+    messages: list[dict[str, Any]]
+    agent: str = "default"
+    session: str | None = Field(default=None, max_length=100)
 
 
 class MaybeReflectIn(_In):

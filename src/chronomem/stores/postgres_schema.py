@@ -209,4 +209,13 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
             " WHERE status = 'open' AND expires_at IS NOT NULL",
         ),
     ),
+    Migration(
+        9,
+        "source ids: what a record was made from (a message), one record of each per agent",
+        (
+            'ALTER TABLE records ADD COLUMN source_id TEXT COLLATE "C"',
+            "CREATE UNIQUE INDEX records_by_source ON records(space, agent, source_id)"
+            " WHERE source_id IS NOT NULL",
+        ),
+    ),
 )

@@ -257,4 +257,13 @@ MIGRATIONS: tuple[Migration, ...] = (
             " WHERE status = 'open' AND expires_at IS NOT NULL",
         ),
     ),
+    Migration(
+        13,
+        "source ids: what a record was made from (a message), one record of each per agent",
+        (
+            "ALTER TABLE records ADD COLUMN source_id TEXT",
+            "CREATE UNIQUE INDEX records_by_source ON records(space, agent, source_id)"
+            " WHERE source_id IS NOT NULL",
+        ),
+    ),
 )

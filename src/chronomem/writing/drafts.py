@@ -55,6 +55,7 @@ REMEMBER_FIELDS = frozenset(
         "session",
         "expires_at",
         "ttl",
+        "source_id",
         "embedding",
         "passage_embeddings",
         "supersedes",
@@ -152,11 +153,14 @@ def _draft(
         session=_label(item.get("session"), "session", "a conversation, thread or run id"),
         expires_at=expires_at,
         ttl=ttl,
+        source_id=_label(item.get("source_id"), "source_id", "the id of a message", SOURCE_CHARS),
     )
     return Draft(record, vector, supersedes, needs_importance, passages, replace)
 
 
 _MAX_LABEL_CHARS = 100
+#: The longest ``source_id`` (a message id, or the hash that stands for one).
+SOURCE_CHARS = 200
 #: The longest time to live: a hundred years of 365.25 days.
 MAX_TTL_SECONDS = 100 * 365.25 * 86400
 
@@ -191,14 +195,13 @@ def _expiry(expires_at: object, ttl: object, now: datetime) -> tuple[datetime | 
     return end, (end - now).total_seconds()
 
 
-def _label(value: object, field: str, what: str) -> str | None:
+def _label(value: object, field: str, what: str, limit: int = _MAX_LABEL_CHARS) -> str | None:
     """A short label on one line: who said it (a name or a role such as ``user``), the session
-    it belongs to; at most 100 characters."""
+    it belongs to, the message it came from; at most ``limit`` characters."""
     name = optional_text(value, field)
-    if name is not None and (len(name) > _MAX_LABEL_CHARS or "\n" in name):
+    if name is not None and (len(name) > limit or "\n" in name):
         raise InvalidInputError(
-            f"{field} is {what} on one line of at most {_MAX_LABEL_CHARS} characters; "
-            f"got {shown(name)}",
+            f"{field} is {what} on one line of at most {limit} characters; got {shown(name)}",
             field=field,
         )
     return None if name is None else name.strip()

@@ -36,6 +36,16 @@ def register(v1: APIRouter, service: Service) -> None:
             items, agent=body.agent, kind=body.kind, session=body.session, actor=caller.actor
         )
 
+    @v1.post("/messages", tags=["records"])
+    def remember_messages(
+        space: str, body: wire.MessagesIn, auth: Credentials
+    ) -> list[WriteResult]:
+        """A conversation's turns as chat records, one result per message (idempotent)."""
+        caller = service.allow(auth, space, Scope.WRITE)
+        return service.memory(space).remember_messages(
+            body.messages, agent=body.agent, session=body.session, actor=caller.actor
+        )
+
     @v1.get("/records", tags=["records"])
     def records(
         space: str,

@@ -47,6 +47,7 @@ __all__ = [
     "insert_records",
     "iter_records",
     "select_record",
+    "stored_sources",
     "set_accumulated_importance",
     "to_record",
     "touch",
@@ -57,7 +58,7 @@ RECORD_COLUMNS = (
     "last_accessed_at", "last_verified_at", "valid_from", "valid_until", "status",
     "superseded_by", "superseded_at", "valid_until_before", "closed_reason", "supersedes",
     "domain", "tags", "metadata", "evidence", "depth", "event_id", "sensitivity",
-    "evidence_status", "feedback_score", "speaker", "session", "expires_at", "ttl",
+    "evidence_status", "feedback_score", "speaker", "session", "expires_at", "ttl", "source_id",
 )  # fmt: skip
 _INSTANTS = frozenset(INSTANT_FIELDS)
 _KINDS = {k.value: k for k in Kind}
@@ -81,7 +82,7 @@ def _params(db: SQLBackend, r: Record) -> tuple[Any, ...]:
                 json_text(list(r.tags)), json_text(dict(r.metadata)),
                 json_text(list(r.evidence)), r.depth, r.event_id, r.sensitivity.value,
                 r.evidence_status.value, float(r.feedback_score), r.speaker, r.session,
-                r.expires_at, r.ttl,
+                r.expires_at, r.ttl, r.source_id,
             ),
             strict=True,
         )
@@ -124,6 +125,7 @@ def to_record(db: SQLBackend, row: Sequence[Any]) -> Record:
         session=v["session"],
         expires_at=read_instant(db, v["expires_at"]),
         ttl=None if v["ttl"] is None else float(v["ttl"]),
+        source_id=v["source_id"],
     )
 
 
@@ -204,6 +206,25 @@ def touch(
             )
             changed += cur.rowcount
     return changed
+
+
+def stored_sources(
+    db: SQLBackend, space: str, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], str]:
+    """The ids of the records already made from these ``(agent, source_id)`` pairs."""
+    found: dict[tuple[str, str], str] = {}
+    by_agent: dict[str, list[str]] = {}
+    for agent, source in keys:
+        by_agent.setdefault(agent, []).append(source)
+    for agent, sources in by_agent.items():
+        for chunk in chunks(sources):
+            rows = db._query(
+                "SELECT source_id, id FROM records WHERE space = ? AND agent = ?"
+                f" AND source_id IN ({marks(len(chunk))})",
+                (space, agent, *chunk),
+            )
+            found.update(((agent, r[0]), r[1]) for r in rows)
+    return found
 
 
 def get_records(db: SQLBackend, space: str, ids: Sequence[str]) -> list[Record]:

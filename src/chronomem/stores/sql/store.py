@@ -333,6 +333,11 @@ class SQLStore(StoreMetadata):
     def get_records(self, space: str, ids: Sequence[str]) -> list[Record]:
         return records.get_records(self, space, ids)
 
+    def stored_sources(
+        self, space: str, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], str]:
+        return records.stored_sources(self, space, keys)
+
     def get_embedding(self, space: str, record_id: str) -> F32 | None:
         return records.get_embedding(self, space, record_id)
 
