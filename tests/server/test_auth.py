@@ -40,6 +40,7 @@ class Case:
 CASES = [
     Case("POST", "/records", Scope.WRITE, {"text": "a new note", "embedding": [1, 0]}),
     Case("POST", "/records/batch", Scope.WRITE, {"items": [{"text": "x", "embedding": [0, 1]}]}),
+    Case("POST", "/messages", Scope.WRITE, {"messages": [{"role": "system", "content": "x"}]}),
     Case("GET", "/records", Scope.READ),
     Case("GET", "/records/{record}", Scope.READ),
     Case("GET", "/records/{record}/history", Scope.READ),
