@@ -20,7 +20,7 @@ LAYERS: dict[str, int] = {
     "timeref": 0, "model": 0, "retry": 0, "analysis": 0, "verbs": 0,
     "stores": 1, "embedders": 1, "llm": 1,
     "scoring": 2, "graph": 2, "lifecycle": 2,
-    "retrieval": 3, "context": 3, "reflection": 3, "writing": 3, "transfer": 3,
+    "retrieval": 3, "context": 3, "reflection": 3, "writing": 3, "transfer": 3, "extraction": 3,
     "engine": 4,
     "cli": 5, "server": 5, "client": 5, "adapters": 5,
 }  # fmt: skip

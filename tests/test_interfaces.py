@@ -157,6 +157,7 @@ VERBS: dict[str, Row] = {
                      cli="auto-link"),
     # reflection
     "reflect": Row(client="reflect", http="POST /reflections", cli="reflect"),
+    "extract": Row(client="extract", http="POST /extractions", cli="extract"),
     "maybe_reflect": Row(client="maybe_reflect", http="POST /reflections/if-due",
                          cli=Via("reflect", "if_due")),
     # models and vectors
@@ -228,6 +229,8 @@ SPELLINGS: dict[tuple[str, str], dict[str, Spelling]] = {
     ("supersede", "mcp"): {"old_ids": alias("record_id")},
     ("supersede", "cli"): {"old_ids": alias("ids")},
     ("remember_messages", "cli"): {"messages": alias("path")},  # a JSON or JSONL file
+    ("extract", "http"): {"policy": built_from("mode", "trusted_speakers")},
+    ("extract", "cli"): {"policy": built_from("review", "trust")},
     ("core_append", "mcp"): {"text": alias("content")},  # Letta's (MemGPT's) tool names
     ("core_replace", "mcp"): {"old": alias("old_content"), "new": alias("new_content")},
     ("records", "cli"): {"status": alias("state")},
@@ -358,6 +361,7 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
     ("context", "client", "count_tokens"): PYTHON_VALUE,
     ("reflect", "client", "llm"): PYTHON_VALUE,
     ("maybe_reflect", "client", "llm"): PYTHON_VALUE,
+    ("extract", "client", "llm"): PYTHON_VALUE,
     ("reflect", "client", "config"): PYTHON_VALUE,
     ("reembed", "client", ALL): BESIDE_SERVICE,
     ("reembed_state", "client", ALL): BESIDE_SERVICE,
@@ -367,6 +371,7 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
     ("context", "http", "count_tokens"): PYTHON_VALUE,
     ("reflect", "http", "llm"): PYTHON_VALUE,
     ("maybe_reflect", "http", "llm"): PYTHON_VALUE,
+    ("extract", "http", "llm"): PYTHON_VALUE,
     ("reflect", "http", "config"): PYTHON_VALUE,
     ("review", "http", "config"): PYTHON_VALUE,
     ("embed_records", "http", "batch"): SERVER_BATCHES,
@@ -428,6 +433,7 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
     ("review", "mcp", "config"): PYTHON_VALUE,
     # -- MCP: verbs that are no tool
     ("remember_many", "mcp", ALL): NOT_A_TOOL,
+    ("extract", "mcp", ALL): NOT_A_TOOL,
     ("remember_messages", "mcp", ALL): (
         "not an MCP tool: the host application hands its conversation over, the agent edits "
         "its own memories (docs/design/conversations.md)"

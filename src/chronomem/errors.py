@@ -215,6 +215,16 @@ class CitationError(LLMError):
     """An LLM answer cites evidence that is out of range, missing, or invisible."""
 
 
+class ExtractionError(LLMError):
+    """Extraction gave up on a batch of turns: the model's answers kept the wrong shape after
+    every retry (``err.reasons`` lists what was wrong each time), or the model could not be
+    reached. Nothing of that batch was stored; the next extraction reads it again."""
+
+    def __init__(self, message: str, *, reasons: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.reasons = reasons
+
+
 class ReflectionError(LLMError):
     """Reflection gave up: the model's answers stayed invalid after every retry (``err.reasons``
     lists what was wrong each time), or the model could not be reached. Nothing was stored."""

@@ -90,9 +90,9 @@ def post_once(
     url: str, data: bytes, *, api_key: str | None, timeout: float, failures: Failures
 ) -> bytes:
     """POST ``data`` (JSON) to ``url`` once and return the answer's body. Raises :class:`Retry`
-    for what is worth another attempt (429/5xx with its ``Retry-After``, timeouts, and — with
-    ``failures.retry_unreachable`` — refused or dropped connections), and the backend's own
-    errors for the rest."""
+    for what is worth another attempt (429/5xx with its ``Retry-After``, timeouts, a connection
+    the server dropped after taking the request, and — with ``failures.retry_unreachable`` —
+    refused connections), and the backend's own errors for the rest."""
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
@@ -118,5 +118,5 @@ def post_once(
         if isinstance(exc.reason, TimeoutError):
             raise Retry(failures.timeout(f"{url} did not answer within {timeout}s")) from None
         raise unreachable(failures.error(f"cannot reach {url}: {exc.reason}")) from None
-    except OSError as exc:  # the connection dropped mid-answer
-        raise unreachable(failures.error(f"the connection to {url} failed: {exc}")) from None
+    except OSError as exc:  # the server took the request and dropped the connection: transient
+        raise Retry(failures.error(f"the connection to {url} failed: {exc}")) from None

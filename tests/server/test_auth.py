@@ -92,6 +92,7 @@ CASES = [
     Case("DELETE", "/links/{other}/{event}", Scope.WRITE),
     Case("POST", "/reflections", Scope.WRITE, {"agent": "default"}, allowed=400),
     Case("POST", "/reflections/if-due", Scope.WRITE, {"agent": "default"}),
+    Case("POST", "/extractions", Scope.WRITE, {"agent": "default"}, allowed=400),
     Case("POST", "/embed-passages", Scope.ADMIN, allowed=400),
     Case("POST", "/embed-records", Scope.ADMIN, allowed=400),
     Case("POST", "/calibrate", Scope.ADMIN, allowed=400),

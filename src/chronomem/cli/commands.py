@@ -9,7 +9,6 @@ import dataclasses
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from chronomem.cli.arguments import record_arguments, verb_arguments
@@ -29,8 +28,7 @@ from chronomem.cli.settings import (
     llm_client,
     open_memory,
 )
-from chronomem.config import ReflectionConfig
-from chronomem.errors import ConfigError, InvalidInputError
+from chronomem.errors import ConfigError
 from chronomem.model.record import WriteResult
 from chronomem.retrieval.options import ReadOptions
 
@@ -83,44 +81,6 @@ def remember_command(args: argparse.Namespace, cfg: Settings) -> int:
             args.text, actor=cfg.actor, **record_fields(args),
         )  # fmt: skip
     return _print_write(result, args.json)
-
-
-def remember_messages_command(args: argparse.Namespace, cfg: Settings) -> int:
-    messages = _messages(args.path)
-    with open_memory(
-        cfg, create=True, allow_missing_vectors=args.allow_missing_vectors, writes=True
-    ) as mem:
-        results = mem.remember_messages(
-            messages, agent=args.agent, session=args.session, progress=sys.stderr.isatty(),
-            actor=cfg.actor,
-        )  # fmt: skip
-    stored = sum(r.stored for r in results)
-    again = sum(r.duplicate_of is not None for r in results)
-    said = (
-        f"{stored} turn(s) stored, {again} already stored, {len(results) - stored - again} "
-        "message(s) not turns of the conversation"
-    )
-    print_result(args, results, lambda: print(said))
-    return 0
-
-
-def _messages(path: str) -> list[Any]:
-    """The messages of a JSON array or JSONL file (``-``: standard input)."""
-    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    try:
-        stripped = text.lstrip()
-        if stripped.startswith("["):
-            found = json.loads(stripped)
-        else:
-            found = [json.loads(line) for line in text.splitlines() if line.strip()]
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(
-            f"{path}: not a JSON array or JSONL of messages (line {exc.lineno}: {exc.msg})",
-            field="messages",
-        ) from None
-    if not isinstance(found, list):
-        raise InvalidInputError(f"{path}: give a JSON array of messages", field="messages")
-    return found
 
 
 def recall_command(args: argparse.Namespace, cfg: Settings) -> int:
@@ -261,38 +221,6 @@ def context_command(args: argparse.Namespace, cfg: Settings) -> int:
         print_json(block.to_dict())
     else:
         print(block.text, end="")
-    return 0
-
-
-def reflect_command(args: argparse.Namespace, cfg: Settings) -> int:
-    config = ReflectionConfig(questions=args.questions, insights=args.insights)
-    with open_memory(cfg, writes=args.importance is False) as mem:
-        if args.importance:
-            total = mem.accumulated_importance(args.agent)
-            state = {"agent": args.agent, "accumulated": total, "threshold": config.threshold}
-            said = f"{args.agent} has accumulated {total:g} of {config.threshold:g}"
-            print_result(args, state, lambda: print(said))
-            return 0
-        if args.if_due and mem.accumulated_importance(args.agent) < config.threshold:
-            total = mem.accumulated_importance(args.agent)
-            due = {"due": False, "accumulated": total, "threshold": config.threshold}
-            said = f"not due: {args.agent} has accumulated {total:g} of {config.threshold:g}"
-            print_result(args, due, lambda: print(said))
-            return 0
-        when = {"as_of": args.as_of, "touch": args.touch}
-        if isinstance(mem, engine_class()):
-            result = mem.reflect(args.agent, llm=llm_client(cfg), config=config, **when)
-        else:  # through the service: its LLM and reflection settings
-            result = mem.reflect(args.agent, **when)
-    if args.json:
-        print_json(result)
-        return 0
-    print(f"{len(result.records)} reflection(s) for {result.agent} ({result.calls} model calls)")
-    for question in result.questions:
-        print(f"  Q: {question}")
-    for record in result.records:
-        print(f"  {record.id}  depth {record.depth}  {record.text}")
-        print(f"      evidence: {', '.join(record.evidence)}")
     return 0
 
 

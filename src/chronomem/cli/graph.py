@@ -5,12 +5,50 @@ renders its result (``render.py``); it returns the exit code."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
+from chronomem.cli.arguments import instant, verb_flags
 from chronomem.cli.commands import print_result
 from chronomem.cli.render import format_link, print_items, print_json
 from chronomem.cli.settings import Settings, open_memory
 
-__all__ = ["ancestors_command", "auto_link_command", "event_command", "link_command"]
+__all__ = [
+    "add_commands",
+    "ancestors_command",
+    "auto_link_command",
+    "event_command",
+    "link_command",
+]
+
+
+def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add the parsers of ``event``, ``link``, ``ancestors`` and ``auto-link``."""
+    p = sub.add_parser("event", parents=[common], help="add an event to the causal graph")
+    p.add_argument("text")
+    verb_flags(p, "add_event")
+    p.set_defaults(func=event_command)
+
+    p = sub.add_parser("link", parents=[common], help="add (or --remove) a causal link")
+    p.add_argument("cause", help="event id")
+    p.add_argument("effect", help="event id")
+    verb_flags(p, "link")
+    p.add_argument("--remove", action="store_true", help="remove the link instead")
+    p.set_defaults(func=link_command)
+
+    p = sub.add_parser("ancestors", parents=[common], help="the causes of an event")
+    p.add_argument("id", help="event id")
+    p.add_argument("--max-depth", type=int, default=4)
+    p.add_argument("--as-of", type=instant)
+    p.add_argument("--descendants", action="store_true", help="its effects instead")
+    p.set_defaults(func=ancestors_command)
+
+    p = sub.add_parser(
+        "auto-link", parents=[common],
+        help="link an event to similar earlier ones (inferred links, weaker than explicit ones)",
+    )  # fmt: skip
+    p.add_argument("id", help="event id")
+    verb_flags(p, "auto_link")
+    p.set_defaults(func=auto_link_command)
 
 
 def event_command(args: argparse.Namespace, cfg: Settings) -> int:

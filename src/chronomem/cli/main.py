@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from chronomem import __version__
-from chronomem.cli import browse, commands, curation, graph, service
+from chronomem.cli import browse, commands, conversation, curation, graph, service
 from chronomem.cli.arguments import (
     instant,
     missing_vectors_flag,
@@ -92,16 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sensitivity", default="normal", choices=[s.value for s in Sensitivity])
     p.set_defaults(func=commands.remember_command)
 
-    p = sub.add_parser(
-        "remember-messages", parents=[lifecycle],
-        help="store a conversation: each user or assistant turn of OpenAI or LangChain messages",
-    )  # fmt: skip
-    p.add_argument("path", help="a JSON array or JSONL of messages (- for standard input)")
-    p.add_argument("--agent", default="default", help="whose memory (default: 'default')")
-    p.add_argument("--session", help="the conversation, thread or run it belongs to")
-    missing_vectors_flag(p)
-    p.set_defaults(func=commands.remember_messages_command)
-
+    conversation.add_commands(sub, common, lifecycle, ("remember-messages",))
     p = sub.add_parser("recall", parents=[common], help="the best memories for a query")
     p.add_argument("query")
     verb_flags(p, "recall")
@@ -212,33 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id", nargs="?", help="only this record's")
     p.set_defaults(func=commands.audit_command)
 
-    p = sub.add_parser("event", parents=[common], help="add an event to the causal graph")
-    p.add_argument("text")
-    verb_flags(p, "add_event")
-    p.set_defaults(func=graph.event_command)
-
-    p = sub.add_parser("link", parents=[common], help="add (or --remove) a causal link")
-    p.add_argument("cause", help="event id")
-    p.add_argument("effect", help="event id")
-    verb_flags(p, "link")
-    p.add_argument("--remove", action="store_true", help="remove the link instead")
-    p.set_defaults(func=graph.link_command)
-
-    p = sub.add_parser("ancestors", parents=[common], help="the causes of an event")
-    p.add_argument("id", help="event id")
-    p.add_argument("--max-depth", type=int, default=4)
-    p.add_argument("--as-of", type=instant)
-    p.add_argument("--descendants", action="store_true", help="its effects instead")
-    p.set_defaults(func=graph.ancestors_command)
-
-    p = sub.add_parser(
-        "auto-link", parents=[common],
-        help="link an event to similar earlier ones (inferred links, weaker than explicit ones)",
-    )  # fmt: skip
-    p.add_argument("id", help="event id")
-    verb_flags(p, "auto_link")
-    p.set_defaults(func=graph.auto_link_command)
-
+    graph.add_commands(sub, common)
     p = sub.add_parser("context", parents=[common], help="a prompt-ready context block")
     p.add_argument("query", nargs="?", default=None, help="default: the crisis's text")
     p.add_argument("--crisis", help="event id: add its causal chain and lift its causes")
@@ -251,24 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     verb_flags(p, "context")
     p.set_defaults(func=commands.context_command)
 
-    p = sub.add_parser("reflect", parents=[common], help="reflect with an LLM (cited insights)")
-    p.add_argument("--agent", required=True)
-    p.add_argument("--llm-url", help="OpenAI-compatible API root (default: $CHRONOMEM_LLM_URL)")
-    p.add_argument("--model", help="model name (default: $CHRONOMEM_LLM_MODEL)")
-    p.add_argument("--questions", type=int, default=3, help="focal questions (default 3)")
-    p.add_argument("--insights", type=int, default=5, help="insights per question (default 5)")
-    p.add_argument("--if-due", action="store_true", help="only if the importance trigger is due")
-    p.add_argument("--as-of", type=instant, help="reflect on the records up to this instant")
-    p.add_argument(
-        "--touch", action="store_const", const=True, default=None,
-        help="evidence retrieval touches what it reads (default: read-only)",
-    )  # fmt: skip
-    p.add_argument(
-        "--importance", action="store_true",
-        help="show the agent's accumulated importance against the trigger, and reflect not",
-    )  # fmt: skip
-    p.set_defaults(func=commands.reflect_command)
-
+    conversation.add_commands(sub, common, lifecycle, ("extract", "reflect"))
     p = sub.add_parser("export", parents=[common], help="write the space to a JSONL archive")
     p.add_argument("path")
     p.set_defaults(func=commands.export_command)

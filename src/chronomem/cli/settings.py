@@ -141,13 +141,13 @@ def embedder_for(cfg: Settings) -> Embedder | None:
     )
 
 
-def llm_client(cfg: Settings) -> OpenAICompatibleLLM:
-    """The OpenAI-compatible client the settings describe."""
+def llm_client(cfg: Settings, what: str = "reflection") -> OpenAICompatibleLLM:
+    """The OpenAI-compatible client the settings describe (``what`` needs it)."""
     from chronomem.llm import OpenAICompatibleLLM
 
     if not cfg.llm_url or not cfg.llm_model:
         raise ConfigError(
-            "reflection needs an LLM: pass --llm-url and --model (or set CHRONOMEM_LLM_URL and "
+            f"{what} needs an LLM: pass --llm-url and --model (or set CHRONOMEM_LLM_URL and "
             "CHRONOMEM_LLM_MODEL), e.g. http://localhost:11434/v1 and llama3.1 for Ollama"
         )
     return OpenAICompatibleLLM(cfg.llm_url, cfg.llm_model, api_key=cfg.llm_api_key)

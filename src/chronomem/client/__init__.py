@@ -118,6 +118,7 @@ class _Verbs:
     auto_link = Verb(graph.auto_link)
     reflect = Verb(calls.reflect)
     maybe_reflect = Verb(calls.maybe_reflect)
+    extract = Verb(calls.extract)
     embed_passages = Verb(calls.embed_passages)
     embed_records = Verb(calls.embed_records)
     calibrate = Verb(calls.calibrate)

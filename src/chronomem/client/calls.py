@@ -25,6 +25,8 @@ from chronomem.client.wire import (
 from chronomem.config import ScoringConfig
 from chronomem.context.block import ContextBlock
 from chronomem.errors import InvalidInputError
+from chronomem.extraction.policy import ExtractionPolicy
+from chronomem.extraction.report import ExtractionReport
 from chronomem.model.audit import AuditEntry, BulkResult, ForgetResult, ScrubResult
 from chronomem.model.core import DEFAULT_CORE_LIMIT, CoreBlock
 from chronomem.model.filter import FilterSpec
@@ -399,6 +401,19 @@ def reflect(
     """:meth:`chronomem.Memory.reflect`, with the server's LLM."""
     body = given(agent=require_text(agent, "agent"), as_of=as_of, touch=touch)
     return Call("POST", "/reflections", reader(ReflectionResult), body)
+
+
+def extract(
+    agent: str = "default", *, session: str | None = None, policy: ExtractionPolicy | None = None
+) -> Call[ExtractionReport]:
+    """:meth:`chronomem.Memory.extract`, with the server's LLM (the policy's mode and trusted
+    speakers travel; its sizes are the server's)."""
+    chosen = policy or ExtractionPolicy()
+    body = {
+        **given(agent=require_text(agent, "agent"), session=session), "mode": chosen.mode,
+        "trusted_speakers": sorted(chosen.trusted_speakers),
+    }  # fmt: skip
+    return Call("POST", "/extractions", reader(ExtractionReport), body)
 
 
 def maybe_reflect(agent: str, *, as_of: datetime | None = None) -> Call[ReflectionResult | None]:

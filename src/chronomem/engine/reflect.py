@@ -5,7 +5,7 @@ prompts and the answer validation are ``reflection/``."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -16,8 +16,9 @@ from chronomem.checks import flag
 from chronomem.config import ReflectionConfig
 from chronomem.engine import read, write
 from chronomem.engine.handle import Handle
-from chronomem.errors import ConfigError, LLMError, LLMResponseError, ReflectionError
-from chronomem.llm.base import LLMClient, Message, parse_json
+from chronomem.errors import ConfigError, LLMError, ReflectionError
+from chronomem.llm.answers import ask
+from chronomem.llm.base import LLMClient
 from chronomem.model.reflection import ReflectionResult
 from chronomem.reflection.prompts import (
     INSIGHTS_SCHEMA,
@@ -26,7 +27,6 @@ from chronomem.reflection.prompts import (
     questions_prompt,
 )
 from chronomem.reflection.validate import (
-    AnswerError,
     Insight,
     validate_insights,
     validate_questions,
@@ -71,13 +71,15 @@ def reflect(
     if not statements:
         raise ReflectionError(f"{agent} has no memories visible at {at} to reflect on")
     calls = [0]
-    questions = _ask(
+    questions = ask(
         client,
         questions_prompt(agent, [r.text for r in statements], cfg.questions),
         QUESTIONS_SCHEMA,
         lambda answer: validate_questions(answer, limit=cfg.questions),
         cfg.attempts,
         calls,
+        what="reflection",
+        error=ReflectionError,
     )
     options = ReadOptions(
         agents=(agent,), k=cfg.evidence_k, as_of=at, touch=cfg.touch if touch is None else touch
@@ -93,13 +95,15 @@ def reflect(
         def check(answer: Any, count: int = len(evidence)) -> list[Insight]:
             return validate_insights(answer, statements=count, limit=cfg.insights, known=known)
 
-        insights = _ask(
+        insights = ask(
             client,
             insights_prompt(agent, question, [r.text for r in evidence], cfg.insights),
             INSIGHTS_SCHEMA,
             check,
             cfg.attempts,
             calls,
+            what="reflection",
+            error=ReflectionError,
         )
         for insight in insights:
             known.add(normalise_text(insight.text))
@@ -144,44 +148,6 @@ def auto_reflect(h: Handle, agents: Iterable[str], *, now: datetime) -> None:
                 RuntimeWarning,
                 stacklevel=3,
             )
-
-
-def _ask(
-    llm: LLMClient,
-    prompt: str,
-    schema: Mapping[str, Any],
-    validate: Callable[[Any], _T],
-    attempts: int,
-    calls: list[int],
-) -> _T:
-    """One validated answer, retrying with the model's own answer and what was wrong."""
-    messages: list[Message] = [{"role": "user", "content": prompt}]
-    reasons: list[str] = []
-    for _ in range(attempts):
-        calls[0] += 1
-        try:
-            text = llm.complete(messages, schema=schema)
-        except LLMError as exc:
-            raise ReflectionError(
-                f"reflection stopped, the model could not be used: {exc}",
-                reasons=(*reasons, str(exc)),
-            ) from exc
-        try:
-            return validate(parse_json(text))
-        except (LLMResponseError, AnswerError) as exc:
-            reasons.append(str(exc))
-            messages = [
-                *messages,
-                {"role": "assistant", "content": text},
-                {
-                    "role": "user",
-                    "content": f"That answer is invalid: {exc}. Answer again, with JSON only.",
-                },
-            ]
-    raise ReflectionError(
-        f"reflection gave up after {attempts} invalid answers: " + " | ".join(reasons),
-        reasons=tuple(reasons),
-    )
 
 
 def _add_support(h: Handle, items: list[dict[str, Any]], cfg: ReflectionConfig) -> None:

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
-from chronomem.checks import shown
+from chronomem.checks import parse_instant, shown
 from chronomem.clock import to_micros
 from chronomem.config import ReviewConfig
-from chronomem.engine import lifecycle
+from chronomem.engine import lifecycle, write
 from chronomem.engine.handle import Handle
 from chronomem.errors import ConflictError, NotFoundError
 from chronomem.lifecycle import review as rules
@@ -25,7 +27,7 @@ from chronomem.model.review import Proposal, ProposalStatus, ReviewAction
 from chronomem.retrieval.codes import KIND_CODES
 from chronomem.retrieval.columns import columns, visible
 
-__all__ = ["approve", "reject", "review"]
+__all__ = ["approve", "propose", "reject", "review"]
 
 _VERSIONED = [KIND_CODES[Kind.FACT], KIND_CODES[Kind.INSTRUCTION]]
 
@@ -75,15 +77,42 @@ def _state(record: Record) -> list[object]:
     ]  # fmt: skip
 
 
-def _fingerprint(action: ReviewAction, category: str, records: list[Record]) -> str:
-    """A proposal's id: the same finding on records in the same state has the same id."""
-    state = json.dumps([action.value, category, [_state(r) for r in records]], sort_keys=True)
+def _fingerprint(
+    action: ReviewAction, category: str, records: list[Record], change: Mapping[str, Any]
+) -> str:
+    """A proposal's id: the same finding on records in the same state has the same id. An
+    extracted proposal depends on its change and on its records' ids and statuses only (a turn
+    it cites may be read, and so touched, meanwhile)."""
+    if change:
+        state = json.dumps(
+            [action.value, category, [[r.id, r.status.value] for r in records], change],
+            sort_keys=True, default=str,
+        )  # fmt: skip
+    else:
+        state = json.dumps([action.value, category, [_state(r) for r in records]], sort_keys=True)
     return hashlib.sha256(state.encode()).hexdigest()[:20]
+
+
+def propose(
+    h: Handle, *, action: ReviewAction, category: str, agent: str, records: list[Record],
+    reasons: tuple[str, ...], change: Mapping[str, Any], now: datetime,
+) -> str:  # fmt: skip
+    """Queue one proposal (an extraction's), keeping its change; returns its id. Proposing the
+    same change on the same records again is the same proposal."""
+    kept = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in change.items()}
+    proposal = Proposal(
+        id=_fingerprint(action, category, records, kept), action=action, category=category,
+        agent=agent, record_ids=tuple(r.id for r in records),
+        reasons=tuple(r for r in reasons if r), created_at=now, change=kept,
+    )  # fmt: skip
+    with h.writing(now):
+        h.store.put_proposals(h.space, [proposal])
+    return proposal.id
 
 
 def _proposal(found: rules.Found, records: list[Record], now: datetime) -> Proposal:
     return Proposal(
-        id=_fingerprint(found.action, found.category, records),
+        id=_fingerprint(found.action, found.category, records, {}),
         action=found.action,
         category=found.category,
         agent=records[0].agent,
@@ -123,13 +152,19 @@ def review(
     with h.writing(h.now()):
         h.store.put_proposals(h.space, [p for i, p in proposals.items() if i not in stored])
         for old in h.store.proposals(h.space, status=ProposalStatus.OPEN.value):
+            if old.change:  # an extraction's proposal waits for its decision
+                continue
             if old.id not in proposals and (agent is None or old.agent == agent):
                 h.store.decide_proposal(
                     h.space, old.id, ProposalStatus.OBSOLETE, at_us=at, by=None,
                     reason="its records changed since it was proposed",
                 )  # fmt: skip
     out = [stored.get(i, p) for i, p in proposals.items()]
-    return [p for p in out if p.status is ProposalStatus.OPEN]
+    queued = [
+        p for p in h.store.proposals(h.space, status=ProposalStatus.OPEN.value)
+        if p.change and p.id not in proposals and (agent is None or p.agent == agent)
+    ]  # fmt: skip
+    return [p for p in out if p.status is ProposalStatus.OPEN] + queued
 
 
 def _forgettable(
@@ -177,7 +212,10 @@ def approve(h: Handle, proposal_id: str, *, now: datetime, actor: str | None) ->
     with h.writing(now):
         found = {r.id: r for r in h.records(list(ids))}
         records = [found[i] for i in ids if i in found]
-        if _fingerprint(proposal.action, proposal.category, records) != proposal.id:
+        if (
+            _fingerprint(proposal.action, proposal.category, records, proposal.change)
+            != proposal.id
+        ):
             h.store.decide_proposal(
                 h.space, proposal.id, ProposalStatus.OBSOLETE, at_us=to_micros(now), by=actor,
                 reason="its records changed since it was proposed",
@@ -202,7 +240,15 @@ def approve(h: Handle, proposal_id: str, *, now: datetime, actor: str | None) ->
 def _apply(h: Handle, proposal: Proposal, *, now: datetime, reason: str, actor: str | None) -> None:
     """The proposal's action through the engine's own lifecycle verbs."""
     ids = proposal.record_ids
-    if proposal.action is ReviewAction.VERIFY:
+    if proposal.change:  # an extracted memory: written, or replacing the first record
+        fields = dict(proposal.change)
+        if fields.get("occurred_at"):
+            fields["occurred_at"] = parse_instant(fields["occurred_at"], "occurred_at")
+        if proposal.action is ReviewAction.ADD:
+            write.write(h, [fields], now=now, actor=actor, reason=reason)
+        else:
+            lifecycle.supersede(h, [ids[0]], fields, now=now, reason=reason, actor=actor)
+    elif proposal.action is ReviewAction.VERIFY:
         lifecycle.verify(h, ids[0], now=now, actor=actor, reason=reason)
     elif proposal.action is ReviewAction.CLOSE:
         lifecycle.close_record(h, ids[0], now=now, reason=reason, valid_until=None, actor=actor)

@@ -1,5 +1,6 @@
 """The writes of :class:`~chronomem.Memory` (DESIGN §3): records one at a time or in batches,
-a conversation's messages as its turns (issue 29), and the vector backfills. The work is
+a conversation's messages as its turns and the memories an LLM extracts from them (issue 29),
+and the vector backfills. The work is
 ``write.py``'s, ``backfill.py``'s and, for messages, ``writing/messages.py``'s."""
 
 from __future__ import annotations
@@ -9,9 +10,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from chronomem.checks import flag, optional_text, require_text
-from chronomem.engine import backfill, reflect, write
+from chronomem.engine import backfill, extract, reflect, write
 from chronomem.engine.view import MemoryView, Vector
 from chronomem.engine.write import record_fields
+from chronomem.extraction.policy import ExtractionPolicy
+from chronomem.extraction.report import ExtractionReport
+from chronomem.llm.base import LLMClient
 from chronomem.model.record import Kind, Sensitivity, WriteResult
 from chronomem.writing.messages import turns
 
@@ -163,3 +167,33 @@ class WriteVerbs(MemoryView):
             for (i, _), result in zip(chunk, written, strict=True):
                 results[i] = result
         return [r for r in results if r is not None]
+
+    def extract(
+        self,
+        agent: str = "default",
+        *,
+        session: str | None = None,
+        llm: LLMClient | None = None,
+        policy: ExtractionPolicy | None = None,
+    ) -> ExtractionReport:
+        """Let an LLM propose memories from the agent's new conversation turns (those of
+        ``session``, if given, stored since the last extraction) and take each through the
+        lifecycle (docs/design/conversations.md, part 2): ``ADD`` writes a fact, preference,
+        instruction, plan or event citing the turns it came from; ``SUPERSEDE`` replaces one of
+        the agent's open memories (the old value stays readable as of its time); ``CLOSE`` ends
+        one; ``NOTHING`` keeps what is remembered. A proposal that fails validation (an invented
+        turn, a memory not shown, no text) or rests on the assistant's turns alone is reported
+        in ``rejected``, never stored; an instruction resting on a speaker not trusted
+        (``policy.trusted_speakers``), a secret, or every proposal under ``policy.mode=
+        "review"`` is queued for review (``queued``: ``approve`` / ``reject``). Applied changes
+        are audited with actor ``extractor:<model>``.
+
+        Raises:
+            ConfigError: no LLM. ExtractionError: the answers for a batch kept the wrong shape
+                after the repair retry, or the model could not be reached; that batch and the
+                later ones are read again by the next extraction.
+        """
+        agent = require_text(agent, "agent")
+        session = optional_text(session, "session")
+        with self._call() as h:
+            return extract.extract(h, agent, session=session, llm=llm, policy=policy, now=h.now())

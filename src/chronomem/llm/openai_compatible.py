@@ -1,8 +1,9 @@
 """A client for any OpenAI-compatible chat completions endpoint (OpenAI, Ollama, vLLM,
 llama.cpp server), over plain HTTP with the standard library.
 
-Retries 429 and 5xx answers and timeouts with exponential backoff (honouring ``Retry-After``);
-every failure is a typed :class:`~chronomem.errors.LLMError`.
+Retries 429 and 5xx answers, timeouts and dropped connections with exponential backoff
+(honouring ``Retry-After``); an endpoint that refuses the connection fails at once; every failure
+is a typed :class:`~chronomem.errors.LLMError`.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ class ReviewAction(StrEnum):
     CLOSE = "close"
     SUPERSEDE = "supersede"
     FORGET = "forget"
+    ADD = "add"  # an extracted memory (issue 29): ``change`` holds the record to write
 
 
 class ProposalStatus(StrEnum):
@@ -35,8 +36,11 @@ class Proposal:
     ``unlinked-version``, ``near-duplicate``, ``pushed-down``, ``flagged-evidence``);
     ``reasons`` say it in words, ``figures`` in numbers (ages in days, cosines, ratings).
     For ``supersede`` the last record is the one that stays; the others are closed as its
-    older versions. The id is derived from the action, the records and their state, so the same
-    proposal has the same id, and a rejected one comes back only when something changed."""
+    older versions — unless ``change`` holds a replacement (an extraction's proposal, category
+    ``extracted``): then the first record is replaced by it, and for ``add`` it is written; the
+    other records are the turns it cites. The id is derived from the action, the records and
+    their state, so the same proposal has the same id, and a rejected one comes back only when
+    something changed."""
 
     id: str
     action: ReviewAction
@@ -50,6 +54,7 @@ class Proposal:
     decided_at: datetime | None = None
     decided_by: str | None = None
     decision_reason: str | None = None
+    change: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -59,6 +64,7 @@ class Proposal:
             "created_at": self.created_at.isoformat(), "status": self.status.value,
             "decided_at": None if self.decided_at is None else self.decided_at.isoformat(),
             "decided_by": self.decided_by, "decision_reason": self.decision_reason,
+            "change": dict(self.change),
         }  # fmt: skip
 
 

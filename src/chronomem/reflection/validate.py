@@ -5,21 +5,13 @@ not answer more than it was asked. Each function returns the clean value or rais
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from chronomem.llm.answers import AnswerError
 from chronomem.text import normalise_text
 
 __all__ = ["AnswerError", "Insight", "validate_insights", "validate_questions"]
-
-
-class AnswerError(ValueError):
-    """The answer does not validate; ``problems`` says why, one line each."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = tuple(problems)
 
 
 @dataclass(frozen=True, slots=True)

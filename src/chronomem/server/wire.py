@@ -32,6 +32,7 @@ __all__ = [
     "CoreReplaceIn",
     "ContextIn",
     "EventIn",
+    "ExtractIn",
     "FeedbackIn",
     "ForgetIn",
     "ForgetWhereIn",
@@ -223,6 +224,16 @@ class MessagesIn(_In):
     messages: list[dict[str, Any]]
     agent: str = "default"
     session: str | None = Field(default=None, max_length=100)
+
+
+class ExtractIn(_In):
+    """An extraction with the service's LLM (``extract``): the policy's mode and trusted
+    speakers."""
+
+    agent: str = "default"
+    session: str | None = None
+    mode: Literal["apply", "review"] = "apply"
+    trusted_speakers: list[str] = Field(default_factory=lambda: ["user"])
 
 
 class MaybeReflectIn(_In):

@@ -218,4 +218,9 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
             " WHERE source_id IS NOT NULL",
         ),
     ),
+    Migration(
+        10,
+        "review proposals carry the change they propose (extracted memories)",
+        ("ALTER TABLE review_proposals ADD COLUMN change TEXT NOT NULL DEFAULT '{}'",),
+    ),
 )

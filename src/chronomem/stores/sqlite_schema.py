@@ -266,4 +266,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             " WHERE source_id IS NOT NULL",
         ),
     ),
+    Migration(
+        14,
+        "review proposals carry the change they propose (extracted memories)",
+        ("ALTER TABLE review_proposals ADD COLUMN change TEXT NOT NULL DEFAULT '{}'",),
+    ),
 )

@@ -6,6 +6,8 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
+from chronomem.extraction.policy import ExtractionPolicy
+from chronomem.extraction.report import ExtractionReport
 from chronomem.model.audit import ScrubResult
 from chronomem.model.event import Ancestor, Event, EventKind, Link
 from chronomem.model.keys import Scope
@@ -98,6 +100,13 @@ def register(v1: APIRouter, service: Service) -> None:
     def reflect(space: str, body: wire.ReflectIn, auth: Credentials) -> ReflectionResult:
         service.allow(auth, space, Scope.WRITE)
         return service.memory(space).reflect(body.agent, as_of=body.as_of, touch=body.touch)
+
+    @v1.post("/extractions", tags=["reflection"])
+    def extract(space: str, body: wire.ExtractIn, auth: Credentials) -> ExtractionReport:
+        """Memories an LLM proposes from the agent's new turns, through the lifecycle."""
+        service.allow(auth, space, Scope.WRITE)
+        policy = ExtractionPolicy(mode=body.mode, trusted_speakers=frozenset(body.trusted_speakers))
+        return service.memory(space).extract(body.agent, session=body.session, policy=policy)
 
     @v1.post("/reflections/if-due", tags=["reflection"])
     def maybe_reflect(

@@ -29,18 +29,18 @@ __all__ = [
 
 _PROPOSAL = (
     "id, action, category, agent, record_ids, reasons, figures, created_at, status, decided_at,"
-    " decided_by, decision_reason"
+    " decided_by, decision_reason, change"
 )
 
 
 def _proposal(db: SQLBackend, row: Sequence[Any]) -> Proposal:
-    pid, action, category, agent, ids, reasons, figures, created, status, at, by, why = row
+    pid, action, category, agent, ids, reasons, figures, created, status, at, by, why, change = row
     return Proposal(
         id=pid, action=ReviewAction(action), category=category, agent=agent,
         record_ids=tuple(json.loads(ids)), reasons=tuple(json.loads(reasons)),
         figures=json.loads(figures), created_at=read_instant(db, created),  # type: ignore[arg-type]
         status=ProposalStatus(status), decided_at=read_instant(db, at), decided_by=by,
-        decision_reason=why,
+        decision_reason=why, change=json.loads(change),
     )  # fmt: skip
 
 
@@ -50,12 +50,13 @@ def put_proposals(db: SQLBackend, space: str, found: Sequence[Proposal]) -> None
         return
     with db.write():
         db._executemany(
-            f"INSERT INTO review_proposals (space, {_PROPOSAL}) VALUES (?, {marks(12)})"
+            f"INSERT INTO review_proposals (space, {_PROPOSAL}) VALUES (?, {marks(13)})"
             " ON CONFLICT (space, id) DO NOTHING",
             [
                 (space, p.id, p.action.value, p.category, p.agent, json_text(list(p.record_ids)),
                  json_text(list(p.reasons)), json_text(dict(p.figures)),
-                 instant_param(db, p.created_at), p.status.value, None, None, None)
+                 instant_param(db, p.created_at), p.status.value, None, None, None,
+                 json_text(dict(p.change)))
                 for p in found
             ],
         )  # fmt: skip
