@@ -17,6 +17,7 @@ from chronomem import Memory, SimClock
 from chronomem.client import Client
 from chronomem.errors import ExtractionError
 from chronomem.extraction.policy import ExtractionPolicy
+from chronomem.extraction.prompts import SHOWN_CHARS, extraction_prompt
 from chronomem.llm.openai_compatible import OpenAICompatibleLLM
 from chronomem.llm.scripted import ScriptedLLM
 
@@ -251,3 +252,17 @@ def test_extraction_through_the_service_and_the_cli(
     code, _, err = run(capsys, "extract", "--db", str(db))
     assert code == 1
     assert "extraction needs an LLM" in err
+
+
+def test_the_prompt_shows_each_turn_and_memory_on_one_numbered_line() -> None:
+    prompt = extraction_prompt(
+        "ana",
+        [("user", "user", "line one\nline two\n\n- a list"), ("bot", "assistant", "x" * 5000)],
+        [("fact", "lives in\nPorto")],
+        5,
+    )  # fmt: skip
+    lines = prompt.splitlines()
+    assert "[1] user (user): line one line two - a list" in lines
+    assert next(ln for ln in lines if ln.startswith("[2]")).endswith("x …")
+    assert len(next(ln for ln in lines if ln.startswith("[2]"))) < SHOWN_CHARS + 40
+    assert "(1) [fact] lives in Porto" in lines

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from chronomem.clock import to_micros
+from chronomem.clock import from_micros, to_micros
 from chronomem.engine import browse, lifecycle, read, write
 from chronomem.engine.handle import Handle
 from chronomem.engine.review import propose
@@ -108,7 +108,7 @@ def _new_turns(
     if after:
         at, _, last = after.partition(":")
         done = (int(at), last)
-        since = datetime.fromtimestamp(int(at) / 1e6, tz=now.tzinfo)
+        since = from_micros(int(at))
     found: list[Record] = []
     offset = 0
     while True:

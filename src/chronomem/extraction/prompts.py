@@ -41,6 +41,16 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
 }
 
 
+#: The most characters of one turn or memory shown (a pasted document is not a turn to mine).
+SHOWN_CHARS = 2_000
+
+
+def _line(text: str) -> str:
+    """A turn or memory on one line (the numbering stays unambiguous), cut to SHOWN_CHARS."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= SHOWN_CHARS else flat[:SHOWN_CHARS] + " …"
+
+
 def extraction_prompt(
     agent: str,
     turns: Sequence[tuple[str, str, str]],
@@ -50,10 +60,11 @@ def extraction_prompt(
     """``turns``: (speaker, role, text) in order; ``memories``: (kind, text) of the agent's open
     memories a proposal may replace or close."""
     shown_turns = "\n".join(
-        f"[{i}] {speaker} ({role}): {text}" for i, (speaker, role, text) in enumerate(turns, 1)
+        f"[{i}] {speaker} ({role}): {_line(text)}"
+        for i, (speaker, role, text) in enumerate(turns, 1)
     )
     shown_memories = (
-        "\n".join(f"({i}) [{kind}] {text}" for i, (kind, text) in enumerate(memories, 1))
+        "\n".join(f"({i}) [{kind}] {_line(text)}" for i, (kind, text) in enumerate(memories, 1))
         or "(none)"
     )
     return f"""You maintain the long-term memory of {agent}.
