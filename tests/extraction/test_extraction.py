@@ -266,3 +266,71 @@ def test_the_prompt_shows_each_turn_and_memory_on_one_numbered_line() -> None:
     assert next(ln for ln in lines if ln.startswith("[2]")).endswith("x …")
     assert len(next(ln for ln in lines if ln.startswith("[2]"))) < SHOWN_CHARS + 40
     assert "(1) [fact] lives in Porto" in lines
+
+
+def test_events_and_causes_are_linked_inferred_weaker_than_explicit_and_checked(
+    mem: Memory, clock: SimClock
+) -> None:
+    clock.set(T0)
+    mem.remember_messages(
+        [
+            {"role": "user", "content": "The river flooded on Monday.",
+             "timestamp": (T0 + timedelta(days=1)).isoformat()},
+            {"role": "user", "content": "So the bridge closed on Tuesday.",
+             "timestamp": (T0 + timedelta(days=2)).isoformat()},
+            {"role": "assistant", "content": "I guess the mayor resigned too."},
+        ],
+        session="town",
+    )  # fmt: skip
+    clock.set(T0 + timedelta(days=3))
+    report = mem.extract(
+        session="town",
+        llm=ScriptedLLM([
+            json.dumps({
+                "memories": [],
+                "events": [
+                    {"text": "The river flooded", "turns": [1]},
+                    {"text": "The bridge closed", "turns": [2]},
+                    {"text": "The mayor resigned", "turns": [3]},  # the assistant's guess
+                ],
+                "causes": [
+                    {"cause": 1, "effect": 2, "confidence": 0.9},
+                    {"cause": 2, "effect": 1, "confidence": 0.4},  # after its effect
+                    {"cause": 1, "effect": 1, "confidence": 0.5},
+                    {"cause": 1, "effect": 3, "confidence": 0.5},
+                ],
+            })
+        ]),
+    )  # fmt: skip
+    assert len(report.events) == 2
+    flood, bridge = (mem.get_event(e) for e in report.events)
+    assert (flood.text, flood.occurred_at) == ("The river flooded", T0 + timedelta(days=1))
+    assert flood.metadata["extracted_by"] == "scripted"
+    assert report.links == ((flood.id, bridge.id),)
+    [link] = mem.links()
+    assert (link.provenance.value, link.weight) == ("inferred-llm", 0.5)  # capped
+    reasons = " | ".join(r for x in report.rejected for r in x.reasons)
+    assert "the assistant's turns alone" in reasons
+    assert "occurred after its effect" in reasons
+    assert "an event cannot cause itself" in reasons
+    assert "one of its events was refused" in reasons
+    # an explicit link replaces the inferred one; an inferred one never replaces it back
+    mem.link(flood.id, bridge.id, weight=1.0)
+    assert mem.links()[0].provenance.value == "explicit"
+
+
+def test_events_under_review_wait_for_approval(mem: Memory, clock: SimClock) -> None:
+    clock.set(T0)
+    mem.remember_messages([{"role": "user", "content": "The power went out at noon."}])
+    report = mem.extract(
+        policy=ExtractionPolicy(mode="review"),
+        llm=ScriptedLLM([
+            json.dumps({"memories": [], "events": [{"text": "A power cut", "turns": [1]}]})
+        ]),
+    )  # fmt: skip
+    assert (report.events, len(report.queued)) == ((), 1)
+    assert mem.events() == []
+    [proposal] = mem.proposals("open")
+    assert proposal.action.value == "events"
+    mem.approve(proposal.id)
+    assert [e.text for e in mem.events()] == ["A power cut"]

@@ -98,7 +98,7 @@ class ChainLink:
 
     def line(self) -> str:
         crisis = " [crisis]" if self.effect_is_crisis else ""
-        inferred = ", inferred" if self.provenance == "inferred" else ""
+        inferred = "" if self.provenance == "explicit" else f", {self.provenance}"
         return (
             f" - {self.cause.text} ({self.cause.occurred_at:%Y-%m-%d}) "
             f"—{self.weight:.2f}{inferred}→ {self.effect.text} "

@@ -23,7 +23,6 @@ from chronomem.text import normalise_text
 __all__ = ["events", "records"]
 
 #: Wider than any instant a store holds (microseconds).
-_ALWAYS = 1 << 62
 
 
 def records(
@@ -110,8 +109,8 @@ def events(
     """The page of the matching events, by ``occurred_at`` then id."""
     found = h.store.events_between(
         h.space,
-        after_us=-_ALWAYS if since is None else to_micros(since),
-        before_us=_ALWAYS if until is None else to_micros(until),
+        after_us=None if since is None else to_micros(since),
+        before_us=None if until is None else to_micros(until),
         scope=scope,
     )
     kept = [e for e in found if e.recorded_at <= as_of and (kinds is None or e.kind in kinds)]

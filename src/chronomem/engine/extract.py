@@ -8,18 +8,19 @@ review, or reported. Nothing is stored silently and nothing invalid is stored at
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from chronomem.clock import from_micros, to_micros
 from chronomem.engine import browse, lifecycle, read, write
 from chronomem.engine.handle import Handle
-from chronomem.engine.review import propose
+from chronomem.engine.review import add_events, propose
 from chronomem.errors import ConfigError, ExtractionError
 from chronomem.extraction.policy import ExtractionPolicy, Route, route
 from chronomem.extraction.prompts import EXTRACTION_SCHEMA, extraction_prompt
-from chronomem.extraction.report import Applied, ExtractionReport
-from chronomem.extraction.validate import Extracted, Rejected, validate_extraction
+from chronomem.extraction.report import Applied, ExtractionReport, vars_of
+from chronomem.extraction.validate import Answer, Extracted, Rejected, validate_extraction
 from chronomem.llm.answers import ask
 from chronomem.llm.base import LLMClient
 from chronomem.model.filter import Condition
@@ -58,6 +59,8 @@ def extract(
     applied: list[Applied] = []
     queued: list[str] = []
     rejected: list[Rejected] = []
+    events: list[str] = []
+    links: list[tuple[str, str]] = []
     calls = [0]
     for start in range(0, len(turns), policy.turns_per_call):
         batch = turns[start : start + policy.turns_per_call]
@@ -70,12 +73,17 @@ def extract(
         def check(answer: Any, n: int = len(batch), m: int = len(shown)) -> Any:
             return validate_extraction(answer, turns=n, memories=m, limit=policy.memories_per_call)
 
-        valid, bad = ask(
+        answer = ask(
             client, prompt, EXTRACTION_SCHEMA, check, policy.attempts, calls,
             what="extraction", error=ExtractionError,
         )  # fmt: skip
-        rejected += bad
-        for e in valid:
+        rejected += answer.rejected
+        found = _causal(h, answer, batch, policy, now, client.model)
+        events += found.events
+        links += found.links
+        queued += found.queued
+        rejected += found.rejected
+        for e in answer.memories:
             cited = [batch[i] for i in e.turns]
             target = None if e.memory is None else shown[e.memory]
             way = route(e, cited, target, policy)
@@ -89,7 +97,8 @@ def extract(
         h.store.set_space_setting(h.space, marker, f"{to_micros(last.recorded_at)}:{last.id}")
     return ExtractionReport(
         agent=agent, session=session, turns=len(turns), applied=tuple(applied),
-        queued=tuple(queued), rejected=tuple(rejected), calls=calls[0],
+        queued=tuple(queued), rejected=tuple(rejected), calls=calls[0], events=tuple(events),
+        links=tuple(links),
     )  # fmt: skip
 
 
@@ -192,6 +201,78 @@ def _queue(
         h, action=action, category="extracted", agent=agent, records=records,
         reasons=(f"extracted: {said}", way.reason or ""), change=change, now=now,
     )  # fmt: skip
+
+
+#: An inferred link's weight is the model's confidence, at most this: below an explicit link's.
+MAX_INFERRED_WEIGHT = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class _Causal:
+    events: list[str]
+    links: list[tuple[str, str]]
+    queued: list[str]
+    rejected: list[Rejected]
+
+
+def _causal(
+    h: Handle, answer: Answer, batch: Sequence[Record], policy: ExtractionPolicy, now: datetime,
+    model: str,
+) -> _Causal:  # fmt: skip
+    """The answer's events and causes: an event resting on the assistant's turns alone is
+    refused; the rest are added (or, under ``mode="review"``, queued as one proposal) and the
+    causes between them linked with provenance ``inferred-llm`` and the model's confidence as
+    weight (at most :data:`MAX_INFERRED_WEIGHT`); a link the graph's rules refuse (a cause
+    after its effect) is reported with the reason."""
+    out = _Causal([], [], [], [])
+    kept: dict[int, dict[str, Any]] = {}
+    for i, ev in enumerate(answer.events):
+        cited = [batch[t] for t in ev.turns]
+        if {_role(t) for t in cited} == {"assistant"}:
+            reason = "it rests on the assistant's turns alone"
+            out.rejected.append(Rejected({"event": ev.text}, (reason,)))
+            continue
+        kept[i] = {
+            "text": ev.text, "occurred_at": max(t.occurred_at for t in cited).isoformat(),
+            "metadata": {"extracted_by": model, "from_turns": [t.id for t in cited]},
+        }  # fmt: skip
+    causes: list[dict[str, Any]] = [
+        {"cause": c.cause, "effect": c.effect, "weight": min(c.confidence, MAX_INFERRED_WEIGHT)}
+        for c in answer.causes
+        if c.cause in kept and c.effect in kept
+    ]
+    for c in answer.causes:
+        if c.cause not in kept or c.effect not in kept:
+            out.rejected.append(Rejected(vars_of(c), ("one of its events was refused",)))
+    if not kept:
+        return out
+    order = sorted(kept)
+    change = {
+        "events": [kept[i] for i in order],
+        "links": [
+            {**c, "cause": order.index(int(c["cause"])), "effect": order.index(int(c["effect"]))}
+            for c in causes
+        ],
+    }
+    if policy.mode == "review":
+        turns = sorted({t for i in order for t in kept[i]["metadata"]["from_turns"]})
+        records = [t for t in batch if t.id in turns]
+        said = f"extracted: {len(order)} event(s), {len(causes)} cause(s)"
+        why = (said, "the policy reviews every extraction")
+        queued = propose(
+            h, action=ReviewAction.EVENTS, category="extracted", agent=records[0].agent,
+            records=records, reasons=why, change=change, now=now,
+        )  # fmt: skip
+        out.queued.append(queued)
+        return out
+    made, refused = add_events(h, change, now=now)
+    out.events.extend(made)
+    out.links.extend((made[c["cause"]], made[c["effect"]]) for c in change["links"]
+                     if (made[c["cause"]], made[c["effect"]]) not in refused)  # fmt: skip
+    out.rejected.extend(
+        Rejected({"cause": a, "effect": b}, (why,)) for (a, b), why in refused.items()
+    )
+    return out
 
 
 def _as_given(e: Extracted) -> dict[str, Any]:

@@ -89,7 +89,7 @@ def link(
         if (
             existing is not None
             and existing.provenance is Provenance.EXPLICIT
-            and provenance is Provenance.INFERRED
+            and provenance is not Provenance.EXPLICIT
         ):
             return existing
         new = Link(

@@ -17,17 +17,18 @@ import numpy as np
 from chronomem.checks import parse_instant, shown
 from chronomem.clock import to_micros
 from chronomem.config import ReviewConfig
-from chronomem.engine import lifecycle, write
+from chronomem.engine import graph, lifecycle, write
 from chronomem.engine.handle import Handle
-from chronomem.errors import ConflictError, NotFoundError
+from chronomem.errors import CausalLinkError, ConflictError, NotFoundError
 from chronomem.lifecycle import review as rules
 from chronomem.lifecycle.rules import decay_factor
+from chronomem.model.event import EventKind, Provenance
 from chronomem.model.record import EvidenceStatus, Kind, Record
 from chronomem.model.review import Proposal, ProposalStatus, ReviewAction
 from chronomem.retrieval.codes import KIND_CODES
 from chronomem.retrieval.columns import columns, visible
 
-__all__ = ["approve", "propose", "reject", "review"]
+__all__ = ["add_events", "approve", "propose", "reject", "review"]
 
 _VERSIONED = [KIND_CODES[Kind.FACT], KIND_CODES[Kind.INSTRUCTION]]
 
@@ -240,7 +241,11 @@ def approve(h: Handle, proposal_id: str, *, now: datetime, actor: str | None) ->
 def _apply(h: Handle, proposal: Proposal, *, now: datetime, reason: str, actor: str | None) -> None:
     """The proposal's action through the engine's own lifecycle verbs."""
     ids = proposal.record_ids
-    if proposal.change:  # an extracted memory: written, or replacing the first record
+    if proposal.action is ReviewAction.EVENTS:
+        _, refused = add_events(h, proposal.change, now=now)
+        if refused:
+            raise ConflictError(f"review proposal {proposal.id}: " + "; ".join(refused.values()))
+    elif proposal.change:  # an extracted memory: written, or replacing the first record
         fields = dict(proposal.change)
         if fields.get("occurred_at"):
             fields["occurred_at"] = parse_instant(fields["occurred_at"], "occurred_at")
@@ -264,6 +269,33 @@ def _apply(h: Handle, proposal: Proposal, *, now: datetime, reason: str, actor: 
             "embedding": h.store.get_embedding(h.space, keep.id),
         }  # fmt: skip
         lifecycle.supersede(h, list(ids), fields, now=now, reason=reason, actor=actor)
+
+
+def add_events(
+    h: Handle, change: Mapping[str, Any], *, now: datetime
+) -> tuple[list[str], dict[tuple[str, str], str]]:
+    """Add extracted events (``change["events"]``) and link them (``change["links"]``: indices
+    into the events, weights) with provenance ``inferred-llm``, in one transaction. Returns the
+    events' ids and the links the graph's rules refused, with why."""
+    made: list[str] = []
+    refused: dict[tuple[str, str], str] = {}
+    with h.writing(now):
+        for ev in change.get("events", []):
+            event = graph.add_event(
+                h, ev["text"], now=now, occurred_at=parse_instant(ev["occurred_at"], "occurred_at"),
+                kind=EventKind.HAPPENING, scope=None, metadata=ev.get("metadata"), embedding=None,
+            )  # fmt: skip
+            made.append(event.id)
+        for link in change.get("links", []):
+            cause, effect = made[link["cause"]], made[link["effect"]]
+            try:
+                graph.link(
+                    h, cause, effect, now=now, weight=float(link["weight"]),
+                    provenance=Provenance.INFERRED_LLM, similarity=None,
+                )  # fmt: skip
+            except CausalLinkError as exc:
+                refused[(cause, effect)] = str(exc)
+    return made, refused
 
 
 def reject(

@@ -35,7 +35,30 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
                 },
                 "required": ["op", "turns"],
             },
-        }
+        },
+        "events": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string"},
+                    "turns": {"type": "array", "items": {"type": "integer"}},
+                },
+                "required": ["text", "turns"],
+            },
+        },
+        "causes": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "cause": {"type": "integer"},
+                    "effect": {"type": "integer"},
+                    "confidence": {"type": "number"},
+                },
+                "required": ["cause", "effect", "confidence"],
+            },
+        },
     },
     "required": ["memories"],
 }
@@ -88,6 +111,11 @@ For each, choose op:
 preference, instruction, plan, event. "sensitive" is "secret" for passwords, keys and codes,
 "personal" for health, finances, addresses and the like, else "none".
 Only what the turns say: what the assistant said is not a fact about the user unless the user
-confirmed it. Answer with JSON only:
-{{"memories": [{{"op": "ADD", "kind": "fact", "text": "...", "turns": [1], "sensitive": "none"}}]}}
+confirmed it.
+Optionally, "events": things that happened, each {{"text": ..., "turns": [...]}}, and "causes":
+one event leading to another, {{"cause": E, "effect": E, "confidence": 0..1}} with E the number
+of an event in your "events" list (1 = the first); only causes the turns state or clearly imply.
+Answer with JSON only:
+{{"memories": [{{"op": "ADD", "kind": "fact", "text": "...", "turns": [1], "sensitive": "none"}}],
+ "events": [], "causes": []}}
 """

@@ -28,7 +28,8 @@ class Applied:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExtractionReport:
     """``turns``: how many new turns were read; ``queued``: the ids of the review proposals;
-    ``calls``: the model calls made."""
+    ``events`` / ``links``: the events added and the ``(cause, effect)`` links made between them
+    (provenance ``inferred-llm``); ``calls``: the model calls made."""
 
     agent: str
     session: str | None
@@ -37,12 +38,15 @@ class ExtractionReport:
     queued: tuple[str, ...]
     rejected: tuple[Rejected, ...]
     calls: int
+    events: tuple[str, ...] = ()
+    links: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "agent": self.agent, "session": self.session, "turns": self.turns,
             "applied": [vars_of(a) for a in self.applied], "queued": list(self.queued),
             "rejected": [r.to_dict() for r in self.rejected], "calls": self.calls,
+            "events": list(self.events), "links": [list(link) for link in self.links],
         }  # fmt: skip
 
 

@@ -14,7 +14,15 @@ from chronomem.extraction.prompts import KINDS, OPERATIONS
 from chronomem.llm.answers import AnswerError
 from chronomem.text import normalise_text
 
-__all__ = ["MAX_MEMORY_CHARS", "Extracted", "Rejected", "validate_extraction"]
+__all__ = [
+    "MAX_MEMORY_CHARS",
+    "Answer",
+    "ExtractedCause",
+    "ExtractedEvent",
+    "Extracted",
+    "Rejected",
+    "validate_extraction",
+]
 
 #: The longest statement a proposal may make (a memory is one statement, not a transcript).
 MAX_MEMORY_CHARS = 1_000
@@ -46,17 +54,101 @@ class Rejected:
         return {"proposal": self.proposal, "reasons": list(self.reasons)}
 
 
-def validate_extraction(
-    answer: Any, *, turns: int, memories: int, limit: int
-) -> tuple[list[Extracted], list[Rejected]]:
+@dataclass(frozen=True, slots=True)
+class ExtractedEvent:
+    """An event the turns tell of: its text and the turns (0-based) it comes from."""
+
+    text: str
+    turns: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedCause:
+    """``cause`` led to ``effect`` (0-based indices into the answer's valid events), with the
+    model's stated confidence in [0, 1]."""
+
+    cause: int
+    effect: int
+    confidence: float
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a valid answer proposes, and what of it was refused."""
+
+    memories: list[Extracted]
+    events: list[ExtractedEvent]
+    causes: list[ExtractedCause]
+    rejected: list[Rejected]
+
+
+def validate_extraction(answer: Any, *, turns: int, memories: int, limit: int) -> Answer:
     """The valid proposals of ``answer`` and the rejected ones. Raises :class:`AnswerError`
     when the answer as a whole has the wrong shape (not ``{"memories": [...]}``, or more than
-    ``limit`` proposals)."""
+    ``limit`` memories or events)."""
     if not isinstance(answer, Mapping) or not isinstance(answer.get("memories"), list):
         raise AnswerError(['the answer must be an object {"memories": [...]}'])
     items = answer["memories"]
     if len(items) > limit:
         raise AnswerError([f"{len(items)} memories were given; at most {limit} were asked for"])
+    for key in ("events", "causes"):
+        if not isinstance(answer.get(key, []), list):
+            raise AnswerError([f'"{key}" must be a list'])
+    if len(answer.get("events", [])) > limit:
+        raise AnswerError([f"{len(answer['events'])} events were given; at most {limit}"])
+    valid, rejected = _memories(items, turns, memories)
+    events: list[ExtractedEvent] = []
+    numbered: dict[int, int] = {}
+    for n, item in enumerate(answer.get("events", []), 1):
+        problems: list[str] = []
+        text = item.get("text") if isinstance(item, Mapping) else None
+        if not isinstance(text, str) or not text.strip() or len(text) > MAX_MEMORY_CHARS:
+            problems.append("an event needs a text of one statement")
+        cited = _turns(item.get("turns") if isinstance(item, Mapping) else None, turns, problems)
+        if problems:
+            rejected.append(Rejected(item, tuple(problems)))
+            continue
+        numbered[n] = len(events)
+        events.append(ExtractedEvent(text.strip(), cited))  # type: ignore[union-attr]
+    causes = []
+    for item in answer.get("causes", []):
+        found, problems = _cause(item, numbered)
+        if found is None:
+            rejected.append(Rejected(item, tuple(problems)))
+        else:
+            causes.append(found)
+    return Answer(valid, events, causes, rejected)
+
+
+def _cause(item: Any, numbered: Mapping[int, int]) -> tuple[ExtractedCause | None, list[str]]:
+    if not isinstance(item, Mapping):
+        return None, ["a cause must be an object"]
+    problems = []
+    ends = []
+    for end in ("cause", "effect"):
+        n = item.get(end)
+        if isinstance(n, bool) or not isinstance(n, int) or n not in numbered:
+            problems.append(f"{end} {n!r} is no valid event of this answer")
+        else:
+            ends.append(numbered[n])
+    confidence = item.get("confidence")
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, int | float)
+        or not 0 < confidence <= 1
+    ):
+        problems.append(f"confidence must be a number in (0, 1]; got {confidence!r}")
+    if len(ends) == 2 and ends[0] == ends[1]:
+        problems.append("an event cannot cause itself")
+    if problems:
+        return None, problems
+    assert isinstance(confidence, int | float)
+    return ExtractedCause(ends[0], ends[1], float(confidence)), []
+
+
+def _memories(
+    items: list[Any], turns: int, memories: int
+) -> tuple[list[Extracted], list[Rejected]]:
     valid, rejected = [], []
     seen: set[str] = set()
     for item in items:

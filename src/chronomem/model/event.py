@@ -19,10 +19,13 @@ class EventKind(StrEnum):
 
 
 class Provenance(StrEnum):
-    """``explicit``: asserted by a caller; ``inferred``: proposed by ``auto_link``."""
+    """``explicit``: asserted by a caller; ``inferred``: proposed by ``auto_link`` (similarity
+    and time); ``inferred-llm``: proposed by a model reading a conversation (``extract``). An
+    inferred link of either kind never replaces an explicit one."""
 
     EXPLICIT = "explicit"
     INFERRED = "inferred"
+    INFERRED_LLM = "inferred-llm"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

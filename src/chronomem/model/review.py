@@ -21,6 +21,7 @@ class ReviewAction(StrEnum):
     SUPERSEDE = "supersede"
     FORGET = "forget"
     ADD = "add"  # an extracted memory (issue 29): ``change`` holds the record to write
+    EVENTS = "events"  # extracted events and causes: ``change`` holds them
 
 
 class ProposalStatus(StrEnum):

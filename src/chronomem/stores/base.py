@@ -368,9 +368,15 @@ class MemoryStore(Protocol):
         ...
 
     def events_between(
-        self, space: str, *, after_us: int, before_us: int, scope: str | None = None
+        self,
+        space: str,
+        *,
+        after_us: int | None = None,
+        before_us: int | None = None,
+        scope: str | None = None,
     ) -> list[Event]:
-        """Events that occurred in ``[after_us, before_us)`` (optionally of one scope), by time."""
+        """Events that occurred in ``[after_us, before_us)`` (``None``: unbounded on that side;
+        optionally of one scope), by time."""
         ...
 
     def put_link(self, space: str, link: Link) -> None:

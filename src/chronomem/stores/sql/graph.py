@@ -98,13 +98,21 @@ def event_embeddings(db: SQLBackend, space: str, ids: Sequence[str]) -> dict[str
 
 
 def events_between(
-    db: SQLBackend, space: str, *, after_us: int, before_us: int, scope: str | None = None
+    db: SQLBackend,
+    space: str,
+    *,
+    after_us: int | None = None,
+    before_us: int | None = None,
+    scope: str | None = None,
 ) -> list[Event]:
-    sql = (
-        f"SELECT {_EVENT_COLUMNS} FROM events WHERE space = ? AND occurred_at >= ?"
-        " AND occurred_at < ?"
-    )
-    params: list[Any] = [space, db._bind(after_us), db._bind(before_us)]
+    sql = f"SELECT {_EVENT_COLUMNS} FROM events WHERE space = ?"
+    params: list[Any] = [space]
+    if after_us is not None:
+        sql += " AND occurred_at >= ?"
+        params.append(db._bind(after_us))
+    if before_us is not None:
+        sql += " AND occurred_at < ?"
+        params.append(db._bind(before_us))
     if scope is not None:
         sql += " AND scope = ?"
         params.append(scope)

@@ -424,7 +424,12 @@ class SQLStore(StoreMetadata):
         return graph.event_embeddings(self, space, ids)
 
     def events_between(
-        self, space: str, *, after_us: int, before_us: int, scope: str | None = None
+        self,
+        space: str,
+        *,
+        after_us: int | None = None,
+        before_us: int | None = None,
+        scope: str | None = None,
     ) -> list[Event]:
         return graph.events_between(
             self, space, after_us=after_us, before_us=before_us, scope=scope
