@@ -8,7 +8,15 @@ from typing import Any
 from chronomem.model.keys import ApiKey, Scope
 from chronomem.stores.sql.backend import SQLBackend, instant_param, read_instant
 
-__all__ = ["api_keys", "get_key", "insert_key", "revoke_key", "set_space_clock", "space_clock"]
+__all__ = [
+    "ServiceStore",
+    "api_keys",
+    "get_key",
+    "insert_key",
+    "revoke_key",
+    "set_space_clock",
+    "space_clock",
+]
 
 _KEY_COLUMNS = "id, space, scope, label, digest, created_at, revoked_at"
 
@@ -71,3 +79,26 @@ def set_space_clock(db: SQLBackend, space: str, now_us: int | None) -> None:
                 " DO UPDATE SET now_us = excluded.now_us",
                 (space, now_us),
             )
+
+
+class ServiceStore:
+    """The :class:`~chronomem.stores.base.MemoryStore` methods the HTTP service needs: its API
+    keys and each space's simulated clock (the functions above, as methods)."""
+
+    def insert_key(self: SQLBackend, key: ApiKey) -> None:
+        insert_key(self, key)
+
+    def get_key(self: SQLBackend, key_id: str) -> ApiKey | None:
+        return get_key(self, key_id)
+
+    def api_keys(self: SQLBackend) -> list[ApiKey]:
+        return api_keys(self)
+
+    def revoke_key(self: SQLBackend, key_id: str, at_us: int) -> bool:
+        return revoke_key(self, key_id, at_us)
+
+    def space_clock(self: SQLBackend, space: str) -> int | None:
+        return space_clock(self, space)
+
+    def set_space_clock(self: SQLBackend, space: str, now_us: int | None) -> None:
+        set_space_clock(self, space, now_us)

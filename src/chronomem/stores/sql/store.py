@@ -12,7 +12,7 @@ each contract method is one call into the module of its concern:
 ``sql/graph.py``          events and links
 ``sql/audit.py``          the audit log
 ``sql/migrations.py``     numbered schema steps
-``sql/service.py``        the HTTP service's API keys and simulated space clocks
+``sql/service.py``        the HTTP service's API keys and simulated space clocks (``ServiceStore``)
 ``sql/review.py``         review proposals, the access log, per-space settings
 ``sql/metadata.py``       the model and dimension, store-wide settings, spaces
 ``sql/reembed.py``        a switch to another embedding model
@@ -37,7 +37,6 @@ from chronomem.arrays import F32, I64
 from chronomem.errors import ConflictError, StoreError, StoreUnavailableError
 from chronomem.model.audit import AuditEntry, Closure
 from chronomem.model.event import Event, Link
-from chronomem.model.keys import ApiKey
 from chronomem.model.record import Record
 from chronomem.model.review import Access, Proposal, ProposalStatus
 from chronomem.stores.base import (
@@ -54,12 +53,12 @@ from chronomem.stores.sql import (
     migrations,
     records,
     review,
-    service,
 )
 from chronomem.stores.sql import backend as sqlparts
 from chronomem.stores.sql.backend import Cursor
 from chronomem.stores.sql.metadata import StoreMetadata
 from chronomem.stores.sql.migrations import Migration
+from chronomem.stores.sql.service import ServiceStore
 
 __all__ = ["SQLStore", "TransactionState"]
 
@@ -80,7 +79,7 @@ class TransactionState:
     in_transaction: bool = False
 
 
-class SQLStore(StoreMetadata):
+class SQLStore(StoreMetadata, ServiceStore):
     """The shared implementation; see the module docstring for what a backend provides."""
 
     location: str
@@ -446,25 +445,6 @@ class SQLStore(StoreMetadata):
 
     def links(self, space: str, *, as_of_us: int | None = None) -> list[Link]:
         return graph.links(self, space, as_of_us=as_of_us)
-
-    # -- the HTTP service (sql/service.py) -------------------------------------------------------
-    def insert_key(self, key: ApiKey) -> None:
-        service.insert_key(self, key)
-
-    def get_key(self, key_id: str) -> ApiKey | None:
-        return service.get_key(self, key_id)
-
-    def api_keys(self) -> list[ApiKey]:
-        return service.api_keys(self)
-
-    def revoke_key(self, key_id: str, at_us: int) -> bool:
-        return service.revoke_key(self, key_id, at_us)
-
-    def space_clock(self, space: str) -> int | None:
-        return service.space_clock(self, space)
-
-    def set_space_clock(self, space: str, now_us: int | None) -> None:
-        service.set_space_clock(self, space, now_us)
 
     # -- review and the access log (sql/review.py) ----------------------------------------------
     def put_proposals(self, space: str, found: Sequence[Proposal]) -> None:
