@@ -7,6 +7,7 @@ Skipped when Chromium or Playwright is missing, except in CI (``CI=true``), wher
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
@@ -20,6 +21,7 @@ import pytest
 
 from chronomem import Memory, SimClock
 from chronomem.clock import to_micros
+from chronomem.llm.scripted import ScriptedLLM
 from chronomem.server.keys import create_key
 from chronomem.stores import open_store
 from tests.server.service import running
@@ -89,10 +91,21 @@ def _scene(db: Path) -> dict[str, str]:
         mem.link(prices.id, riot.id, 0.7)
         mem.remember("bread costs twice what it did", agent="tom", event_id=prices.id,
                      embedding=unit(0, 0.6, 1, 0.3))  # fmt: skip
+        said = mem.remember_messages(
+            [{"role": "user", "content": "I keep bees on the roof."}], agent="dev"
+        )[0].id
+        extracted = mem.extract(
+            "dev",
+            llm=ScriptedLLM([
+                json.dumps({"memories": [{"op": "ADD", "text": "The user keeps bees",
+                                          "turns": [1]}]})
+            ]),
+        ).applied[0].record_id  # fmt: skip
     with Memory.open(db, embedder=None, clock=SimClock(START), space="b") as other:
         other.remember("a secret of space b", agent="eve", embedding=unit(1, 1, 0, 0))
     return {"npm": str(npm), "pnpm": str(pnpm), "pin": str(pin), "riot": riot.id,
-            "prices": prices.id, "drought": drought.id}  # fmt: skip
+            "prices": prices.id, "drought": drought.id, "turn": str(said),
+            "extracted": str(extracted)}  # fmt: skip
 
 
 @pytest.fixture
@@ -178,6 +191,19 @@ def test_the_record_page_shows_the_chain_the_audit_and_the_ratings(
     page.goto(f"{site.url}/ui/spaces/a/records/{site.ids['pin']}")
     assert "the pin blocked a security fix" in page.inner_text("main")
     assert page.inner_text("#fields").count("feedback_score") == 1
+    page.close()
+
+
+def test_an_extracted_memory_shows_where_it_came_from(browser: Any, site: Site) -> None:
+    page = _login(browser, site, "read", f"/ui/spaces/a/records/{site.ids['extracted']}")
+    assert page.inner_text("#record-text") == "The user keeps bees"
+    assert "Extracted by scripted from the conversation turn it cites" in page.inner_text(
+        "#provenance"
+    )
+    page.click("text=I keep bees on the roof.")
+    page.wait_for_load_state()
+    assert page.inner_text("#record-text") == "I keep bees on the roof."
+    assert "The user keeps bees" in page.inner_text("main")  # cited by
     page.close()
 
 
