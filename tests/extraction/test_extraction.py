@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from chronomem import Memory, SimClock
+from chronomem.cli.render import explanation
 from chronomem.client import Client
 from chronomem.errors import ExtractionError
 from chronomem.extraction.policy import ExtractionPolicy
@@ -73,6 +74,13 @@ def test_proposals_are_stored_citing_their_turns_and_audited(chat: Memory) -> No
     assert chat.dependants(turns[0].id)  # the turn is cited: forgetting it is refused
     prompt = llm.calls[0][0]["content"]
     assert "[1] user (user): I live in Porto" in prompt
+    [hit] = chat.peek("where does the user live", kinds=["fact"], k=1, explain=True)
+    assert hit.breakdown is not None
+    assert hit.breakdown.source == f"extracted by tiny-local from turn {turns[0].id}"
+    [turn_hit] = chat.peek("Porto vegetarian", kinds=["chat"], k=1, explain=True)
+    assert turn_hit.breakdown is not None
+    assert turn_hit.breakdown.source is None  # a turn is no extraction
+    assert f"   (extracted by tiny-local from turn {turns[0].id})" in explanation(hit.breakdown)
     again = chat.extract(session="s1", llm=ScriptedLLM([]))
     assert (again.turns, again.calls) == (0, 0)  # nothing new: the model is not called
 

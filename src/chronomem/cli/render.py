@@ -158,6 +158,8 @@ def explanation(b: Breakdown) -> list[str]:
     cues = [f"   ({b.cues[name]})" for name in ("time", "every_piece") if name in b.cues]
     if b.filter is not None:
         cues.insert(0, f"   (filter: {b.filter})")
+    if b.source is not None:
+        cues.insert(0, f"   ({b.source})")
     return [*cues, *lines]
 
 

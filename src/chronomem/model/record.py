@@ -267,7 +267,8 @@ class Breakdown:
     preset's ``speaker_weight``). ``unread_language`` names the language of the question or of the
     record when the embedding model does not read it: the cosine did not count, relevance is the
     words' (DESIGN §9). ``filter`` is the read's filter the record passed, as text (the
-    candidates, and so the normalisation ranges, were the records it selects).
+    candidates, and so the normalisation ranges, were the records it selects). ``source`` says
+    where an extracted memory came from: the model and the conversation turns it cites.
     """
 
     preset: str
@@ -292,6 +293,7 @@ class Breakdown:
     cues: Mapping[str, str] = field(default_factory=dict)
     unread_language: str | None = None
     filter: str | None = None
+    source: str | None = None
 
     def contributions(self) -> dict[str, float]:
         """The score as a sum (it adds up to ``final``, to float rounding): each weighted
@@ -340,6 +342,7 @@ class Breakdown:
             "cues": dict(self.cues),
             "unread_language": self.unread_language,
             "filter": self.filter,
+            "source": self.source,
             "relevance": self.relevance,
             "recency_mode": self.recency_mode,
             "age_seconds": self.age.total_seconds(),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import numpy as np
@@ -33,6 +34,7 @@ def breakdown(state: ReadState, row: int) -> Breakdown:
         cues=_cues(state),
         unread_language=state.coverage.language_not_read(row),
         filter=None if q.filter is None else q.filter.describe(),
+        source=_source(state.cols, row),
         relevance=parts.relevance,
         recency_mode=c.recency.value,
         age=timedelta(microseconds=parts.age_us),
@@ -54,6 +56,21 @@ def speaker_of(cols: Columns, row: int) -> str | None:
     codes, names = cols.arrays[part].speakers()
     code = int(codes[row - int(cols.offsets[part])])
     return None if code < 0 else names[code]
+
+
+def _source(cols: Columns, row: int) -> str | None:
+    """Where an extracted memory came from (``engine/extract.py`` writes it in the metadata):
+    the model, and the turns it cites."""
+    part = int(np.searchsorted(cols.offsets, row, side="right")) - 1
+    raw = cols.arrays[part].metadata[row - int(cols.offsets[part])]
+    if raw is None or "extracted_by" not in raw:
+        return None
+    metadata = json.loads(raw)
+    model, turns = metadata.get("extracted_by"), metadata.get("from_turns") or []
+    if not isinstance(model, str):
+        return None
+    cited = ", ".join(str(t) for t in turns)
+    return f"extracted by {model} from turn{'s' if len(turns) != 1 else ''} {cited}"
 
 
 def _causal_part(state: ReadState, row: int) -> CausalPart | None:
