@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
@@ -223,3 +225,31 @@ def test_time_to_live_over_http_and_the_cli(
     with pytest.raises(SystemExit) as usage:
         run(capsys, "remember", "x", "--ttl", "soon", "--db", str(db))
     assert usage.value.code == 2
+
+
+_PEEK = """
+import sys
+from datetime import datetime
+from chronomem import Memory, SimClock
+clock = SimClock(datetime.fromisoformat(sys.argv[2]))
+with Memory.open(sys.argv[1], embedder=None, clock=clock) as m:
+    print(",".join(h.record.text for h in m.peek("spot", query_embedding=[1.0, 0.0])))
+"""
+
+
+def test_another_process_sees_the_expiry_without_a_write(
+    location: str | Path, clock: SimClock
+) -> None:
+    clock.set(T0)
+    with Memory.open(location, embedder=None, clock=clock) as m:
+        m.remember("parking spot 12", ttl=HOUR, embedding=unit(1, 0))
+    seen = []
+    for at in (T0 + HOUR / 2, T0 + 2 * HOUR):
+        done = subprocess.run(
+            [sys.executable, "-c", _PEEK, str(location), at.isoformat()],
+            capture_output=True, text=True, timeout=180, check=True,
+        )  # fmt: skip
+        seen.append(done.stdout.strip())
+    assert seen == ["parking spot 12", ""]
+    with Memory.open(location, embedder=None, clock=clock) as m:
+        assert m.audit() == []  # nobody wrote: the close is not stored yet, reads were right

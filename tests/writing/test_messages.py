@@ -7,6 +7,8 @@ and from the CLI — and a conversation stored this way ranks as the same turns 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -243,3 +245,65 @@ def test_messages_over_http_and_from_the_cli(
     code, _, err = run(capsys, "remember-messages", str(bad), "--db", str(db))
     assert code == 1
     assert "not a JSON array or JSONL" in err
+
+
+_SEND = """
+import json, sys
+from chronomem import Memory
+with Memory.open(sys.argv[1], embedder=None) as m:
+    results = m.remember_messages(json.loads(sys.argv[2]), session="trip")
+print(sum(r.stored for r in results))
+"""
+
+
+def test_processes_storing_one_conversation_at_once_store_it_once(location: str | Path) -> None:
+    with Memory.open(location, embedder=None) as m:  # the store exists before they race
+        m.remember("before the race")
+    sent = [
+        subprocess.Popen(
+            [sys.executable, "-c", _SEND, str(location), json.dumps(CHAT)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for _ in range(3)
+    ]  # fmt: skip
+    answers = [p.communicate(timeout=180) for p in sent]
+    assert all(p.returncode == 0 for p in sent), [err for _, err in answers]
+    assert sorted(int(out) for out, _ in answers) == [0, 0, 4]
+    with Memory.open(location, embedder=None) as m:
+        assert len(m.records(kinds=["chat"])) == 4
+
+
+def test_korean_and_japanese_conversations_rank_as_their_turns_too(
+    tmp_path: Path, minilm: Any
+) -> None:
+    """Text that is not an English transcript: Korean and Japanese turns, one written as prose
+    quoting its speaker — stored through messages and turn by turn, read the same."""
+    chat = [
+        {"role": "user", "name": "민지", "content": "저는 다음 달에 부산으로 이사해요."},
+        {"role": "assistant", "content": "부산은 바다가 아름답죠. 어느 동네로 가세요?"},
+        {"role": "user", "name": "Ken", "content": 'Ken said, "来週から大阪で働きます。"'},
+        {"role": "user", "name": "민지", "content": "해운대 근처로 가요."},
+    ]
+    clock = SimClock(T0)
+    answers = []
+    for way in ("messages", "turns"):
+        with Memory.open(tmp_path / f"{way}.db", embedder=minilm, clock=clock) as m:
+            if way == "messages":
+                m.remember_messages(chat, session="move")
+            else:
+                for msg in chat:
+                    m.remember(
+                        msg["content"], kind="chat", speaker=msg.get("name", msg["role"]),
+                        session="move",
+                    )  # fmt: skip
+            answers.append(
+                [
+                    [(h.record.text, h.score) for h in m.peek(q, k=3)]
+                    for q in ("민지는 어디로 이사해요?", "大阪で働く", "해운대")
+                ]
+            )
+    for ours, theirs in zip(*answers, strict=True):
+        assert [t for t, _ in ours] == [t for t, _ in theirs]
+        assert [s for _, s in ours] == pytest.approx([s for _, s in theirs], abs=1e-6)
+    assert answers[0][1][0][0] == 'Ken said, "来週から大阪で働きます。"'
+    assert answers[0][2][0][0] == "해운대 근처로 가요."

@@ -8,7 +8,7 @@ review, or reported. Nothing is stored silently and nothing invalid is stored at
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -17,9 +17,16 @@ from chronomem.engine import browse, lifecycle, read, write
 from chronomem.engine.handle import Handle
 from chronomem.engine.review import add_events, propose
 from chronomem.errors import ConfigError, ExtractionError
-from chronomem.extraction.policy import ExtractionPolicy, Route, route
+from chronomem.extraction.policy import (
+    ASSISTANT_ONLY,
+    ExtractionPolicy,
+    Route,
+    assistant_only,
+    role_of,
+    route,
+)
 from chronomem.extraction.prompts import EXTRACTION_SCHEMA, extraction_prompt
-from chronomem.extraction.report import Applied, ExtractionReport, vars_of
+from chronomem.extraction.report import Applied, ExtractionReport
 from chronomem.extraction.validate import Answer, Extracted, Rejected, validate_extraction
 from chronomem.llm.answers import ask
 from chronomem.llm.base import LLMClient
@@ -66,7 +73,7 @@ def extract(
         batch = turns[start : start + policy.turns_per_call]
         shown = _open_memories(h, agent, batch, policy, now)
         prompt = extraction_prompt(
-            agent, [(t.speaker or "user", _role(t), t.text) for t in batch],
+            agent, [(t.speaker or "user", role_of(t), t.text) for t in batch],
             [(m.kind.value, m.text) for m in shown], policy.memories_per_call,
         )  # fmt: skip
 
@@ -100,10 +107,6 @@ def extract(
         queued=tuple(queued), rejected=tuple(rejected), calls=calls[0], events=tuple(events),
         links=tuple(links),
     )  # fmt: skip
-
-
-def _role(turn: Record) -> str:
-    return str(turn.metadata.get("role", "user"))
 
 
 def _new_turns(
@@ -228,22 +231,20 @@ def _causal(
     kept: dict[int, dict[str, Any]] = {}
     for i, ev in enumerate(answer.events):
         cited = [batch[t] for t in ev.turns]
-        if {_role(t) for t in cited} == {"assistant"}:
-            reason = "it rests on the assistant's turns alone"
-            out.rejected.append(Rejected({"event": ev.text}, (reason,)))
+        if assistant_only(cited):
+            out.rejected.append(Rejected({"event": ev.text}, (ASSISTANT_ONLY,)))
             continue
         kept[i] = {
             "text": ev.text, "occurred_at": max(t.occurred_at for t in cited).isoformat(),
             "metadata": {"extracted_by": model, "from_turns": [t.id for t in cited]},
         }  # fmt: skip
-    causes: list[dict[str, Any]] = [
-        {"cause": c.cause, "effect": c.effect, "weight": min(c.confidence, MAX_INFERRED_WEIGHT)}
-        for c in answer.causes
-        if c.cause in kept and c.effect in kept
-    ]
+    causes: list[dict[str, Any]] = []
     for c in answer.causes:
-        if c.cause not in kept or c.effect not in kept:
-            out.rejected.append(Rejected(vars_of(c), ("one of its events was refused",)))
+        if c.cause in kept and c.effect in kept:
+            weight = min(c.confidence, MAX_INFERRED_WEIGHT)
+            causes.append({"cause": c.cause, "effect": c.effect, "weight": weight})
+        else:
+            out.rejected.append(Rejected(asdict(c), ("one of its events was refused",)))
     if not kept:
         return out
     order = sorted(kept)

@@ -190,8 +190,8 @@ def _as_they_stand(
     ``refresh`` (every holder's record), and a record whose time to live ran out shown closed
     (a read with history)."""
     records = [hit.record for hits in results for hit in hits]
-    ids = list(dict.fromkeys(i for hits in results for hit in hits for i in hit.record_ids))
-    if refresh and h.store.refresh_expiry(h.space, ids, to_micros(now)):
+    holders = dict.fromkeys(i for hits in results for hit in hits for i in hit.record_ids)
+    if refresh and h.store.refresh_expiry(h.space, list(holders), to_micros(now)):
         shown = {r.id: r for r in h.records([r.id for r in records])}
     elif any(r.expires_at is not None and r.expires_at <= now for r in records):
         shown = {r.id: r for r in settled(records, now)}

@@ -12,7 +12,13 @@ from typing import Literal
 from chronomem.extraction.validate import Extracted
 from chronomem.model.record import Kind, Record
 
-__all__ = ["ExtractionPolicy", "Route", "route"]
+__all__ = ["ASSISTANT_ONLY", "ExtractionPolicy", "Route", "assistant_only", "role_of", "route"]
+
+#: Why a proposal resting on the assistant's turns alone is refused.
+ASSISTANT_ONLY = (
+    "it rests on the assistant's turns alone: what the assistant said is no fact about the user "
+    "unless the user confirmed it"
+)
 
 # What a secret looks like in a statement: named as one, or a token shaped like an API key.
 _SECRET = re.compile(
@@ -57,17 +63,22 @@ class Route:
     sensitivity: str = "normal"
 
 
+def role_of(turn: Record) -> str:
+    """Who spoke a turn: ``user`` or ``assistant`` (``writing/messages.py`` keeps it)."""
+    return str(turn.metadata.get("role", "user"))
+
+
+def assistant_only(cited: Sequence[Record]) -> bool:
+    """Whether every cited turn is the assistant's."""
+    return {role_of(t) for t in cited} == {"assistant"}
+
+
 def route(
     e: Extracted, cited: Sequence[Record], target: Record | None, policy: ExtractionPolicy
 ) -> Route:
     """Where ``e`` goes. ``cited`` are its turns, ``target`` the memory it replaces or closes."""
-    roles = {str(t.metadata.get("role", "user")) for t in cited}
-    if roles == {"assistant"}:
-        return Route(
-            "reject",
-            "it rests on the assistant's turns alone: what the assistant said is no fact about "
-            "the user unless the user confirmed it",
-        )
+    if assistant_only(cited):
+        return Route("reject", ASSISTANT_ONLY)
     secret = e.sensitive == "secret" or (e.text is not None and _SECRET.search(e.text))
     sensitivity = "secret" if secret else ("personal" if e.sensitive == "personal" else "normal")
     touches_instructions = e.kind == Kind.INSTRUCTION.value or (
@@ -75,8 +86,7 @@ def route(
     )
     if touches_instructions:
         strangers = sorted(
-            {t.speaker or "?" for t in cited if t.metadata.get("role") != "assistant"}
-            - policy.trusted_speakers
+            {t.speaker or "?" for t in cited if role_of(t) != "assistant"} - policy.trusted_speakers
         )
         if strangers:
             who = ", ".join(strangers)

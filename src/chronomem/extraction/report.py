@@ -4,11 +4,10 @@ proposals it queued for review, and the proposals it refused, each with its reas
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from chronomem.extraction.validate import Rejected
 
-__all__ = ["Applied", "ExtractionReport"]
+__all__ = ["Applied", "ExtractionReport"]  # JSON by their fields (cli/render.jsonable, pydantic)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,16 +39,3 @@ class ExtractionReport:
     calls: int
     events: tuple[str, ...] = ()
     links: tuple[tuple[str, str], ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "agent": self.agent, "session": self.session, "turns": self.turns,
-            "applied": [vars_of(a) for a in self.applied], "queued": list(self.queued),
-            "rejected": [r.to_dict() for r in self.rejected], "calls": self.calls,
-            "events": list(self.events), "links": [list(link) for link in self.links],
-        }  # fmt: skip
-
-
-def vars_of(value: Any) -> dict[str, Any]:
-    out = {name: getattr(value, name) for name in value.__dataclass_fields__}
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}

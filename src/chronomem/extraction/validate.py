@@ -50,9 +50,6 @@ class Rejected:
     proposal: Any
     reasons: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"proposal": self.proposal, "reasons": list(self.reasons)}
-
 
 @dataclass(frozen=True, slots=True)
 class ExtractedEvent:
