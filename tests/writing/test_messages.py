@@ -177,37 +177,42 @@ def test_a_long_history_killed_midway_resumes_where_it_stopped(
     assert sorted(r.text for r in mem.records(limit=100)) == sorted(f"note {i}" for i in range(10))
 
 
-def test_a_conversation_ranks_as_the_same_turns_remembered_one_by_one(
-    tmp_path: Path, minilm: Any
-) -> None:
-    """The real model: reads of a conversation stored through messages and of the same turns
-    written with ``remember(kind="chat", speaker=..., session=...)`` give the same texts in the
-    same order, with the same scores to 1e-6 (a batch of texts and one text at a time go through
-    the model with different padding: their float32 vectors differ in the last bits)."""
-    spoken = [m for m in CHAT if m["role"] in ("user", "assistant") and m.get("content")]
+def _both_ways(
+    tmp_path: Path, model: Any, chat: list[dict[str, Any]], queries: tuple[str, ...], k: int
+) -> list[list[tuple[str, float]]]:
+    """Each query's hits (text, score) over ``chat`` stored through ``remember_messages`` and
+    over its spoken turns written one by one with ``remember``, checked to agree: the same
+    texts in the same order, the same scores to 1e-6 (a batch of texts and one text at a time
+    go through the model with different padding: their float32 vectors differ in the last
+    bits). Returns the messages' answers."""
     clock = SimClock(T0)
     answers = []
     for way in ("messages", "turns"):
-        with Memory.open(tmp_path / f"{way}.db", embedder=minilm, clock=clock) as m:
+        with Memory.open(tmp_path / f"{way}.db", embedder=model, clock=clock) as m:
             if way == "messages":
-                m.remember_messages(CHAT, session="trip")
+                m.remember_messages(chat, session="s")
             else:
-                for msg in spoken:
+                for msg in chat:
+                    if msg["role"] not in ("user", "assistant") or not msg.get("content"):
+                        continue
                     content = msg["content"]
                     text = content if isinstance(content, str) else content[0]["text"]
-                    m.remember(
-                        text, kind="chat", speaker=msg.get("name", msg["role"]), session="trip"
-                    )
-            answers.append(
-                [
-                    [(h.record.text, h.score) for h in m.peek(q, k=4)]
-                    for q in ("where does Ana live now?", "what does Ana miss?", "train")
-                ]
-            )
+                    m.remember(text, kind="chat", speaker=msg.get("name", msg["role"]), session="s")
+            answers.append([[(h.record.text, h.score) for h in m.peek(q, k=k)] for q in queries])
     for ours, theirs in zip(*answers, strict=True):
         assert [t for t, _ in ours] == [t for t, _ in theirs]
         assert [s for _, s in ours] == pytest.approx([s for _, s in theirs], abs=1e-6)
-    assert answers[0][0][0][0] == "I moved from Porto to Lyon in March."
+    return answers[0]
+
+
+def test_a_conversation_ranks_as_the_same_turns_remembered_one_by_one(
+    tmp_path: Path, minilm: Any
+) -> None:
+    """The real model: a conversation stored through messages reads as the same turns written
+    with ``remember(kind="chat", speaker=..., session=...)`` (:func:`_both_ways`)."""
+    queries = ("where does Ana live now?", "what does Ana miss?", "train")
+    answers = _both_ways(tmp_path, minilm, CHAT, queries, k=4)
+    assert answers[0][0][0] == "I moved from Porto to Lyon in March."
 
 
 def test_messages_over_http_and_from_the_cli(
@@ -284,26 +289,7 @@ def test_korean_and_japanese_conversations_rank_as_their_turns_too(
         {"role": "user", "name": "Ken", "content": 'Ken said, "来週から大阪で働きます。"'},
         {"role": "user", "name": "민지", "content": "해운대 근처로 가요."},
     ]
-    clock = SimClock(T0)
-    answers = []
-    for way in ("messages", "turns"):
-        with Memory.open(tmp_path / f"{way}.db", embedder=minilm, clock=clock) as m:
-            if way == "messages":
-                m.remember_messages(chat, session="move")
-            else:
-                for msg in chat:
-                    m.remember(
-                        msg["content"], kind="chat", speaker=msg.get("name", msg["role"]),
-                        session="move",
-                    )  # fmt: skip
-            answers.append(
-                [
-                    [(h.record.text, h.score) for h in m.peek(q, k=3)]
-                    for q in ("민지는 어디로 이사해요?", "大阪で働く", "해운대")
-                ]
-            )
-    for ours, theirs in zip(*answers, strict=True):
-        assert [t for t, _ in ours] == [t for t, _ in theirs]
-        assert [s for _, s in ours] == pytest.approx([s for _, s in theirs], abs=1e-6)
-    assert answers[0][1][0][0] == 'Ken said, "来週から大阪で働きます。"'
-    assert answers[0][2][0][0] == "해운대 근처로 가요."
+    queries = ("민지는 어디로 이사해요?", "大阪で働く", "해운대")
+    answers = _both_ways(tmp_path, minilm, chat, queries, k=3)
+    assert answers[1][0][0] == 'Ken said, "来週から大阪で働きます。"'
+    assert answers[2][0][0] == "해운대 근처로 가요."
