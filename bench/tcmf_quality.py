@@ -17,6 +17,11 @@ realisation of S.
 - *mixed* tier: two *semantic* memories on S with high alignment (0.92) whose cause is not in
   the graph — they answer by meaning and are gold too — and symptom distractors with lower
   alignment (0.6, importance 7–9).
+- *scoped* tier (issue 30): the mixed tier plus three events of the crisis's scope in the month
+  before it, on unrelated topics and not linked to the chain (scope-fallback events), each with
+  a witness memory: it shares the crisis's scope and nothing else, and must not pass the
+  evidence. ``scoped@3`` is the share of scenarios with such a memory in the top 3 and
+  ``scoped>symptom`` the share where one outranks every symptom memory (both best at 0).
 
 Witnesses are tied to their event either by ``event_id`` ("witness" association) or only by
 their vectors ("cosine" association, as in CivilizationOS, where memories name no event). Every
@@ -55,7 +60,7 @@ DIM, TOPICS = 64, 24
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 QUESTION = "why did the crisis happen?"
 ASSOCIATIONS = ("witness", "cosine")
-TIERS = ("pure", "mixed")
+TIERS = ("pure", "mixed", "scoped")
 SYSTEMS = ("chronomem default", "chronomem tcmf", "cosine", "causal-only")
 
 
@@ -65,8 +70,8 @@ class Memo:
     vector: np.ndarray
     importance: float
     tick: int
-    label: str  # root | chain | semantic | distractor | noise
-    event: int | None = None  # the chain event it witnessed
+    label: str  # root | chain | semantic | distractor | noise | scoped
+    event: int | None = None  # the event it witnessed (chain events first, then scope events)
 
 
 @dataclass
@@ -74,6 +79,7 @@ class Scenario:
     events: list[tuple[str, np.ndarray, int]]  # root first, crisis last: (text, vector, tick)
     question: np.ndarray
     memos: list[Memo] = field(default_factory=list)
+    scope_events: list[tuple[str, np.ndarray, int]] = field(default_factory=list)
 
 
 def _realise(rng: np.random.Generator, topic: np.ndarray, alpha: float) -> np.ndarray:
@@ -105,11 +111,19 @@ def generate(tier: str, seed: int, depths: tuple[int, int] = (2, 5)) -> Scenario
         sc.memos.append(Memo(f"I saw it happen, note {i}", _realise(rng, topics[t], 0.9),
                              imp(4, 7), ticks[i] + int(rng.integers(0, 3)),
                              "root" if i == 0 else "chain", event=i))  # fmt: skip
-    if tier == "mixed":
+    if tier in ("mixed", "scoped"):
         for s in range(2):
             sc.memos.append(Memo(f"evidence on the surface {s}",
                                  _realise(rng, topics[surface], 0.92), imp(4, 7),
                                  crisis_tick - int(rng.integers(0, 4)), "semantic"))  # fmt: skip
+    if tier == "scoped":
+        for j in range(3):
+            t = others[j]
+            tick = max(1, crisis_tick - int(rng.integers(1, 24 * 20)))
+            sc.scope_events.append((f"a scope event {j}", _realise(rng, topics[t], 0.95), tick))
+            sc.memos.append(Memo(f"I was there when it happened {j}",
+                                 _realise(rng, topics[t], 0.9), imp(4, 7), tick,
+                                 "scoped", event=depth + 1 + j))  # fmt: skip
     alpha = 0.9 if tier == "pure" else 0.6
     for d in range(6):
         sc.memos.append(Memo(f"a symptom was reported {d}", _realise(rng, topics[surface], alpha),
@@ -145,6 +159,9 @@ def store(mem: Memory, clock: SimClock, sc: Scenario, association: str) -> Store
                                        embedding=vector).id)  # fmt: skip
     for cause, effect in pairwise(event_ids):
         mem.link(cause, effect)
+    for text, vector, tick in sc.scope_events:
+        event_ids.append(mem.add_event(text, occurred_at=_at(tick), scope="council",
+                                       embedding=vector).id)  # fmt: skip
     ids: list[str] = [""] * len(sc.memos)
     for i in sorted(range(len(sc.memos)), key=lambda i: sc.memos[i].tick):
         m = sc.memos[i]
@@ -154,7 +171,7 @@ def store(mem: Memory, clock: SimClock, sc: Scenario, association: str) -> Store
                               embedding=m.vector, event_id=witnessed).id  # fmt: skip
     as_of = _at(sc.events[-1][2] + 1)
     clock.set(as_of)
-    return Stored(mem, event_ids[-1], ids, as_of)
+    return Stored(mem, event_ids[len(sc.events) - 1], ids, as_of)
 
 
 def rank_chronomem(preset: str) -> Callable[[Stored, Scenario], list[int]]:
@@ -178,7 +195,7 @@ def rank_causal_only(st: Stored, sc: Scenario, association: str, threshold: floa
     ancestors = [vector for _, vector, _ in sc.events[:-1]]
 
     def boost(m: Memo) -> float:
-        if association == "witness" and m.event is not None:
+        if association == "witness" and m.label in ("root", "chain"):
             return 1.0
         best = max(float(m.vector @ a) for a in ancestors)
         return best if best >= threshold else 0.0
@@ -189,7 +206,7 @@ def rank_causal_only(st: Stored, sc: Scenario, association: str, threshold: floa
 
 def metrics(ranking: Sequence[int], sc: Scenario, tier: str) -> dict[str, float]:
     labels = [sc.memos[i].label for i in ranking]
-    gold = {"root", "chain"} | ({"semantic"} if tier == "mixed" else set())
+    gold = {"root", "chain"} | ({"semantic"} if tier != "pure" else set())
     n_gold = sum(m.label in gold for m in sc.memos)
 
     def rel(label: str) -> int:
@@ -204,9 +221,12 @@ def metrics(ranking: Sequence[int], sc: Scenario, tier: str) -> dict[str, float]
         "causal@5": sum(x in {"root", "chain"} for x in labels[:5])
         / min(5, sum(m.label in {"root", "chain"} for m in sc.memos)),
     }
-    if tier == "mixed":
+    if tier in ("mixed", "scoped"):
         out["semantic@5"] = sum(x == "semantic" for x in labels[:5]) / 2
         out["semantic@10"] = sum(x == "semantic" for x in labels[:10]) / 2
+    if tier == "scoped":
+        out["scoped@3"] = float("scoped" in labels[:3])
+        out["scoped>symptom"] = float(labels.index("scoped") < labels.index("distractor"))
     return out
 
 

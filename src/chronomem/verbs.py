@@ -297,6 +297,14 @@ OWN: dict[str, tuple[Param, ...]] = {
             doc="an inferred link's similarity, if any",
         ),
     ),
+    "context": (
+        Param(
+            name="min_relevance", value=float | None, default=0.5, bounds={"ge": 0, "le": 1},
+            flag="--min-relevance",
+            doc="leave out memories less relevant than this fraction of the best one, unless a "
+            "cause of the crisis lifted them (0: keep all k)",
+        ),
+    ),
     "auto_link": (
         Param(
             name="window", value=timedelta, default=timedelta(days=30), flag="--window",

@@ -81,7 +81,9 @@ def test_plain_block_without_a_crisis(
     town: tuple[Memory, str], request: pytest.FixtureRequest
 ) -> None:
     mem, _ = town
-    block = mem.context("What happened in the market square?", k=4, touch=False)
+    # The layout of every hit (the fixed vectors make all but one irrelevant: kept on purpose).
+    block = mem.context("What happened in the market square?", k=4, touch=False,
+                        min_relevance=None)  # fmt: skip
     assert block.chain == ()
     assert "Causal chain" not in block.text
     _check("plain_block", block.text, request)
@@ -91,8 +93,10 @@ def test_a_tight_budget_keeps_the_proximate_cause(
     town: tuple[Memory, str], request: pytest.FixtureRequest
 ) -> None:
     mem, riot = town
-    full = mem.context("Why did the market riot break out?", crisis=riot, k=6, touch=False)
+    full = mem.context("Why did the market riot break out?", crisis=riot, k=6, touch=False,
+                       min_relevance=None)  # fmt: skip
     tight = mem.context("Why did the market riot break out?", crisis=riot, k=6, touch=False,
+                        min_relevance=None,
                         budget_tokens=full.tokens // 2)  # fmt: skip
     assert tight.tokens <= full.tokens // 2
     assert approximate_tokens(tight.text) == tight.tokens

@@ -144,25 +144,43 @@ def test_a_crisis_read_ranks_as_every_row_boosted(
                 ]
 
 
-def test_a_rows_products_do_not_depend_on_which_other_rows_are_computed(tmp_path: Path) -> None:
+def test_a_rows_associations_do_not_depend_on_which_other_rows_are_computed(
+    tmp_path: Path,
+) -> None:
     """In float32, BLAS rounds a row's sums by the shape of the product it is in and the row's
-    place in it: the record × event products of any subset of rows equal, bit for bit, those of
-    every row (parts of several sizes, subsets from one row to all but one)."""
+    place in it. The record × event products are float32, with every entry that rounding could
+    move into or across the association band [θ, full) recomputed in float64: so the band's
+    entries, and every association, are bit for bit those of the product over every row (parts
+    of several sizes, subsets from one row to all but one, dense parts and gathered ones)."""
     rng = np.random.default_rng(7)
+    events = rng.normal(size=(7, 384)).astype(np.float32)
+    events /= np.linalg.norm(events, axis=1, keepdims=True)
     with Memory.open(tmp_path / "m.db", embedder=None, clock=SimClock(T0)) as mem:
         for agent, n in (("a", 300), ("b", 77), ("c", 129)):
-            vectors = rng.normal(size=(n, 384)).astype(np.float32)
+            near = events[rng.integers(0, 7, n)]  # cosines spread across the band
+            vectors = near + rng.uniform(0.3, 1.6, (n, 1)) * rng.normal(size=(n, 384)) / 20
             mem.remember_many(
                 [{"text": f"{agent} {i}", "embedding": v} for i, v in enumerate(vectors)],
                 agent=agent,
             )
         cols = columns(mem._h.index.arrays(("a", "b", "c")))
-        matrix = rng.normal(size=(384, 7)).astype(np.float32)
-        every = cols.products(None, matrix)
+        matrix = np.ascontiguousarray(events.T)
+        band = (0.5, 0.65)
+        every = cols.products(None, matrix, band)
+        inside = (every >= band[0]) & (every < band[1])
         assert every.shape == (506, 7)
-        assert np.all(every != 0)
+        assert inside.sum() > 50
+        assert (every >= band[1]).sum() > 50
+
+        def association(x: np.ndarray) -> np.ndarray:  # as graph/boost.causal_boost computes it
+            out = x * (x >= band[0])
+            return np.minimum(out * np.float32(1.0 / band[1]), 1.0)
+
         for size in (1, 5, 37, 300, 505):
             rows = np.sort(rng.choice(cols.size, size, replace=False))
-            np.testing.assert_array_equal(cols.products(rows, matrix), every[rows])
+            some = cols.products(rows, matrix, band)
+            np.testing.assert_array_equal(some[inside[rows]], every[rows][inside[rows]])
+            np.testing.assert_array_equal(association(some), association(every[rows]))
         unsorted = rng.permutation(cols.size)[:50]
-        np.testing.assert_array_equal(cols.products(unsorted, matrix), every[unsorted])
+        some = cols.products(unsorted, matrix, band)
+        np.testing.assert_array_equal(association(some), association(every[unsorted]))

@@ -95,7 +95,9 @@ def test_sessions_over_http_and_the_cli(
 def test_a_context_block_keeps_to_a_session(db_path: Path, clock: SimClock) -> None:
     with Memory.open(db_path, embedder=None, clock=clock) as m:
         _conversations(m, clock)
-        block = m.context("where is the bike?", agent="assistant", session="monday", touch=False)
+        block = m.context(
+            "where is the bike?", agent="assistant", session="monday", touch=False, min_relevance=0
+        )
         assert len(block.evidence) == 2
         assert "stolen" not in block.text
         facts = m.context("bike", filter={"kind": "fact"}, touch=False)

@@ -394,3 +394,54 @@ def test_an_index_written_with_a_purge_in_flight_is_deleted(tmp_path: Path) -> N
     with _open(path, clock) as mem:
         assert ids[0] not in {h.record.id for h in mem.peek("warm", agents=list(AGENTS), k=200)}
         assert mem._h.index.loaded_from == "snapshot"
+
+
+def test_a_handle_that_only_wrote_leaves_a_warm_store(tmp_path: Path) -> None:
+    """A bulk load that never reads (a simulation's write phase) writes the snapshot at close:
+    the next process's first read maps it instead of rebuilding; a handle that wrote a few
+    records leaves none (the next reader's sync is cheap)."""
+    clock = SimClock(T0)
+    few, many = tmp_path / "few.db", tmp_path / "many.db"
+    with _open(few, clock) as mem:
+        mem.remember_many([{"text": f"note {i}"} for i in range(40)], agent="ada")
+    assert not _index_dir(few).exists() or not list(_index_dir(few).iterdir())
+    with _open(many, clock) as mem:
+        rng = random.Random(9)
+        for agent in AGENTS:
+            mem.remember_many([{"text": _text(rng)} for _ in range(50)], agent=agent)
+        assert not mem._h.index._agents  # nothing loaded: a write-only handle
+    assert len(list(_index_dir(many).iterdir())) == 1
+    with _open(many, clock) as warm, _open(many, clock, snapshot=None) as cold:
+        assert _queries(warm) == _queries(cold)
+        assert warm._h.index.loaded_from == "snapshot"
+        everyone = [*AGENTS, "dee"]
+        for a, b in zip(_arrays(warm, everyone), _arrays(cold, everyone), strict=True):
+            _same_arrays(a, b)
+
+
+def test_import_and_migrate_leave_a_warm_store(tmp_path: Path) -> None:
+    """``import`` through a handle and ``migrate`` between stores (no handle at all) leave the
+    snapshot of what they wrote (above the default threshold of 10,000 records)."""
+    from chronomem.transfer.migrate import migrate
+
+    clock = SimClock(T0)
+    rng = np.random.default_rng(3)
+    source = tmp_path / "source.db"
+    with Memory.open(source, embedder=None, clock=clock, index_snapshot=None) as mem:
+        vectors = rng.normal(size=(10_050, 16)).astype(np.float32)
+        mem.remember_many(
+            [{"text": f"note {i}", "embedding": v} for i, v in enumerate(vectors)], agent="ada"
+        )
+        mem.export(tmp_path / "archive.jsonl")
+    copy = tmp_path / "copy.db"
+    migrate(source, copy)
+    assert len(list(_index_dir(copy).iterdir())) == 1
+    imported = tmp_path / "imported.db"
+    with Memory.open(imported, embedder=None, clock=clock) as mem:
+        mem.import_(tmp_path / "archive.jsonl")
+    assert len(list(_index_dir(imported).iterdir())) == 1
+    for path in (copy, imported):
+        with Memory.open(path, embedder=None, clock=clock) as mem:
+            hits = mem.peek("q", agent="ada", query_embedding=vectors[7], k=3)
+            assert hits[0].record.text == "note 7"
+            assert mem._h.index.loaded_from == "snapshot"

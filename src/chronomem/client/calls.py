@@ -340,7 +340,7 @@ def context(
     crisis: str | None = None, k: int = 12, budget_tokens: int | None = None,
     as_of: datetime | None = None, touch: bool = True,
     preset: str | ScoringConfig | None = None, filter: FilterSpec | None = None,
-    session: str | None = None,
+    session: str | None = None, min_relevance: float | None = 0.5,
 ) -> Call[ContextBlock]:  # fmt: skip
     """:meth:`chronomem.Memory.context` (tokens are counted by the server's default counter)."""
     scope = ReadOptions.from_arguments({"filter": filter, "session": session})
@@ -348,6 +348,7 @@ def context(
         query=query, agent=agent, agents=agents, crisis=crisis, k=k,
         budget_tokens=budget_tokens, as_of=as_of, touch=touch, preset=preset_name(preset),
         filter=None if scope.where is None else scope.where.to_spec(), session=scope.session,
+        min_relevance=min_relevance,
     )  # fmt: skip
     return Call("POST", "/context", reader(ContextBlock), body)
 

@@ -1,8 +1,10 @@
 """Prompt-ready context blocks (DESIGN §4): the question, the ranked evidence and the causal chain,
 as stable text and as data, fitted to a token budget.
 
-Pure: hits, events and links in, a :class:`ContextBlock` out. Under a budget the lowest-ranked
-evidence and the links farthest from the crisis go first, so the proximate causes stay longest.
+Pure: hits, events and links in, a :class:`ContextBlock` out. Hits whose relevance falls below
+a fraction of the best hit's are left out (:func:`relevant`), unless a cause of the crisis lifted
+them. Under a budget the lowest-ranked evidence and the links farthest from the crisis go first,
+so the proximate causes stay longest.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ __all__ = [
     "ChainLink",
     "ContextBlock",
     "EvidenceItem",
+    "Relevant",
     "TokenCounter",
     "approximate_tokens",
     "build_block",
     "chain_links",
     "record_markers",
+    "relevant",
 ]
 
 TokenCounter = Callable[[str], int]
@@ -53,8 +57,43 @@ def record_markers(r: Record) -> list[str]:
     return marks
 
 
+@dataclass(frozen=True, slots=True)
+class Relevant:
+    """The hits a block keeps: ``kept`` (in rank order), the relevance ``floor`` they were held
+    to (``None``: none) and how many hits fell below it (``omitted``)."""
+
+    kept: list[Hit]
+    floor: float | None
+    omitted: int
+
+
+def lifted(hit: Hit) -> bool:
+    """Whether a true cause of the crisis lifted the hit (its witness or a memory about it)."""
+    causal = None if hit.breakdown is None else hit.breakdown.causal
+    return causal is not None and causal.boost > 0.0 and not causal.fallback
+
+
+def relevance(hit: Hit) -> float:
+    """The hit's relevance component as the read scored it (0 without an explanation)."""
+    return 0.0 if hit.breakdown is None else hit.breakdown.relevance
+
+
+def relevant(hits: Sequence[Hit], min_relevance: float | None) -> Relevant:
+    """The hits whose relevance reaches ``min_relevance ×`` the best hit's, or that a cause of
+    the crisis lifted; the first hit always stays (hits explained; ``None`` or 0: every hit)."""
+    best = max((relevance(h) for h in hits), default=0.0)
+    if not min_relevance or best <= 0.0:
+        return Relevant(list(hits), None, 0)
+    floor = min_relevance * best
+    kept = [h for i, h in enumerate(hits) if i == 0 or lifted(h) or relevance(h) >= floor]
+    return Relevant(kept, floor, len(hits) - len(kept))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EvidenceItem:
+    """One memory of the block; ``relevance`` is its relevance component (``None``: not
+    known), ``lifted`` whether a cause of the crisis lifted it."""
+
     rank: int
     record_id: str
     holders: tuple[str, ...]
@@ -63,6 +102,8 @@ class EvidenceItem:
     text: str
     score: float
     markers: tuple[str, ...]
+    relevance: float | None = None
+    lifted: bool = False
 
     def line(self) -> str:
         marks = "".join(f" [{m}]" for m in self.markers)
@@ -81,6 +122,8 @@ class EvidenceItem:
             "text": self.text,
             "score": self.score,
             "markers": list(self.markers),
+            "relevance": self.relevance,
+            "lifted": self.lifted,
         }
 
 
@@ -117,7 +160,10 @@ class ChainLink:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ContextBlock:
-    """A context block: ``text`` for the prompt, and the same content as data."""
+    """A context block: ``text`` for the prompt, and the same content as data.
+    ``relevance_floor`` is the relevance the evidence was held to (``None``: none) and
+    ``omitted_irrelevant`` how many hits fell below it; ``omitted_evidence`` and
+    ``omitted_links`` are what the token budget left out."""
 
     text: str
     question: str
@@ -129,6 +175,8 @@ class ContextBlock:
     budget_tokens: int | None
     omitted_evidence: int = 0
     omitted_links: int = 0
+    relevance_floor: float | None = None
+    omitted_irrelevant: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -141,6 +189,8 @@ class ContextBlock:
             "budget_tokens": self.budget_tokens,
             "omitted_evidence": self.omitted_evidence,
             "omitted_links": self.omitted_links,
+            "relevance_floor": self.relevance_floor,
+            "omitted_irrelevant": self.omitted_irrelevant,
             "text": self.text,
         }
 
@@ -152,12 +202,15 @@ def _render(
     evidence: Sequence[EvidenceItem],
     chain: Sequence[ChainLink],
     omitted: tuple[int, int],
+    irrelevant: int = 0,
 ) -> str:
     lines = [f"Question: {question}", f"As of: {as_of:%Y-%m-%d %H:%M} UTC"]
     if crisis is not None:
         lines.append(f"Crisis: {crisis.text} ({crisis.occurred_at:%Y-%m-%d}) [{crisis.id}]")
     lines += ["", "Evidence (most relevant first):"]
     lines += [e.line() for e in evidence] or [" (no memories)"]
+    if irrelevant:
+        lines.append(f" ({irrelevant} less relevant memories left out)")
     if crisis is not None:
         lines += ["", "Causal chain (root → crisis, link weights):"]
         lines += [c.line() for c in chain] or [" (no known causes)"]
@@ -213,10 +266,11 @@ def build_block(
     chain: Sequence[ChainLink] = (),
     budget_tokens: int | None = None,
     count_tokens: TokenCounter = approximate_tokens,
+    cut: Relevant | None = None,
 ) -> ContextBlock:
     """Render the block, dropping the lowest-ranked evidence and the most distant links
     (alternately) until it fits ``budget_tokens``. The top evidence item and the proximate
-    links (depth 1) are dropped last."""
+    links (depth 1) are dropped last. ``cut``: how :func:`relevant` chose ``hits``."""
     evidence = [
         EvidenceItem(
             rank=i,
@@ -227,14 +281,20 @@ def build_block(
             text=h.record.text,
             score=h.score,
             markers=tuple(record_markers(h.record)),
+            relevance=None if h.breakdown is None else relevance(h),
+            lifted=lifted(h),
         )
         for i, h in enumerate(hits, start=1)
     ]
     links = list(chain)
     dropped_evidence = dropped_links = 0
 
+    irrelevant = 0 if cut is None else cut.omitted
+
     def text() -> str:
-        return _render(question, as_of, crisis, evidence, links, (dropped_evidence, dropped_links))
+        return _render(
+            question, as_of, crisis, evidence, links, (dropped_evidence, dropped_links), irrelevant
+        )
 
     rendered = text()
     drop_link_next = True
@@ -271,4 +331,6 @@ def build_block(
         budget_tokens=budget_tokens,
         omitted_evidence=dropped_evidence,
         omitted_links=dropped_links,
+        relevance_floor=None if cut is None else cut.floor,
+        omitted_irrelevant=irrelevant,
     )

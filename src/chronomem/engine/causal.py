@@ -128,6 +128,7 @@ class CausalVerbs(MemoryView):
         budget_tokens: int | None = None, as_of: datetime | None = None, touch: bool = True,
         preset: str | ScoringConfig | None = None, filter: FilterSpec | None = None,
         session: str | None = None, count_tokens: TokenCounter = approximate_tokens,
+        min_relevance: float | None = 0.5,
     ) -> ContextBlock:  # fmt: skip
         """A prompt-ready block: the question, the ranked evidence (holders, date, importance,
         id, lifecycle markers) and, with a ``crisis``, the causal chain from root to crisis with
@@ -138,9 +139,16 @@ class CausalVerbs(MemoryView):
         last. With an empty ``query`` the crisis's text is the question. ``touch``, ``filter``
         and ``session`` as in :meth:`recall` (a filter keeps the evidence; the causal chain is
         the crisis's).
+
+        ``min_relevance`` (in [0, 1]) leaves out hits whose relevance is below that fraction of
+        the best hit's, unless a cause of the crisis lifted them (the best hit always stays; the
+        block's ``relevance_floor`` and ``omitted_irrelevant`` say what was cut, and hits left
+        out are not touched); ``None`` or 0 keeps all ``k``.
         """
         if budget_tokens is not None:
             positive_int(budget_tokens, "budget_tokens")
+        if min_relevance is not None:
+            min_relevance = number_in(min_relevance, "min_relevance", 0.0, 1.0)
         read.check_queries(["" if query is None else query], None, crisis=crisis is not None)
         if not callable(count_tokens):
             raise InvalidInputError("count_tokens must be callable", field="count_tokens")
@@ -148,5 +156,5 @@ class CausalVerbs(MemoryView):
         with self._call() as h:
             return graph.context(
                 h, query, options, now=h.now(), budget_tokens=budget_tokens,
-                count_tokens=count_tokens,
+                count_tokens=count_tokens, min_relevance=min_relevance,
             )  # fmt: skip

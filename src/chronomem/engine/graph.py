@@ -5,6 +5,7 @@ context blocks. Traversal and the boost are pure (``graph/``); the crisis inputs
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -14,7 +15,14 @@ from chronomem.analysis.scripts import language_of, reads
 from chronomem.arrays import unit_vector
 from chronomem.checks import metadata_dict
 from chronomem.clock import to_micros
-from chronomem.context.block import ContextBlock, TokenCounter, build_block, chain_links
+from chronomem.context.block import (
+    ContextBlock,
+    Relevant,
+    TokenCounter,
+    build_block,
+    chain_links,
+    relevant,
+)  # fmt: skip
 from chronomem.embedders.base import as_vector, model_languages
 from chronomem.engine import read
 from chronomem.engine.handle import Handle
@@ -27,6 +35,7 @@ from chronomem.errors import (
 )
 from chronomem.graph.ancestry import path_between
 from chronomem.model.event import Ancestor, Event, EventKind, Link, Provenance
+from chronomem.model.record import Hit
 from chronomem.retrieval.crisis import graph_at
 from chronomem.retrieval.options import ReadOptions
 
@@ -217,10 +226,20 @@ def context(
     now: datetime,
     budget_tokens: int | None,
     count_tokens: TokenCounter,
+    min_relevance: float | None,
 ) -> ContextBlock:
-    """The prompt-ready block of a read (see :meth:`Memory.context`)."""
+    """The prompt-ready block of a read (see :meth:`Memory.context`): the hits explained, so
+    the relevance cut (``context/block.relevant``) sees each one's relevance and causal part;
+    the hits left out are not touched."""
     at = now if options.as_of is None else options.as_of
-    hits = read.recall_many(h, [query or ""], None, options, now=now)[0]
+    cuts: list[Relevant] = []
+
+    def keep(hits: list[Hit]) -> list[Hit]:
+        cuts.append(relevant(hits, min_relevance))
+        return cuts[-1].kept
+
+    explained = replace(options, explain=True)
+    hits = read.recall_many(h, [query or ""], None, explained, now=now, keep=keep)[0]
     event = None if options.crisis is None else h.event(options.crisis)
     chain = []
     if event is not None:
@@ -237,4 +256,5 @@ def context(
         chain=chain,
         budget_tokens=budget_tokens,
         count_tokens=count_tokens,
+        cut=cuts[0],
     )

@@ -5,7 +5,7 @@ touches what was returned."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -103,9 +103,11 @@ def recall_many(
     *,
     now: datetime,
     ready: list[F32 | None] | None = None,
+    keep: Callable[[list[Hit]], list[Hit]] | None = None,
 ) -> list[list[Hit]]:
     """One list of hits per query (see :meth:`Memory.recall_many`); ``ready``: the queries'
-    vectors from :func:`embed_ahead`."""
+    vectors from :func:`embed_ahead`; ``keep``: the hits of each query the caller keeps (only
+    they are touched, logged and returned)."""
     config = config_of(h, options)
     h.sync_model()
     if h.switched_to is not None:
@@ -160,6 +162,8 @@ def recall_many(
     pending: dict[str, None] = {}
     for q in built:
         hits = search(h.index, h.store, h.space, q)
+        if keep is not None:
+            hits = keep(hits)
         results.append(hits)
         if options.touch:
             ids = [i for hit in hits for i in hit.record_ids]

@@ -4,7 +4,10 @@ For candidate records R and causal events A (true ancestors and scope-fallback e
 ``association[r, a]`` is 1.0 when record ``r`` witnessed event ``a`` (its ``event_id``), else
 ``min(1, cosine / full)`` when the cosine between them reaches the threshold (``full``, a little
 above the threshold, is the cosine from which a record is clearly about the event), else 0;
-``boost[r] = max_a association[r, a] × effective[a]``. The witnessed events of every row are
+``boost[r] = max_a association[r, a] × effective[a] × gate[r, a]``, where the gate is 1 for a
+true ancestor and, under additive fusion, the row's episodic score clipped to [0, 1] for a
+scope-fallback event (docs/design/relevant-and-fast-reads.md): weak evidence amplifies a memory
+that answers the question and cannot lift one that does not. The witnessed events of every row are
 found in one lookup; the cosines come from an ``R @ A.T`` product over the rows that need them
 (``retrieval/crisis.py`` picks them); no per-record Python.
 """
@@ -15,12 +18,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
+import numpy.typing as npt
 
 from chronomem.arrays import F32, F64, I64, Rows, unit_rows, unit_vector
 
 __all__ = [
     "Association", "Boost", "CausalEvent", "association", "causal_boost", "effective",
-    "event_matrix", "witness_boost",
+    "event_matrix", "fallbacks", "gated", "raise_by", "witness_boost",
 ]  # fmt: skip
 
 
@@ -49,29 +53,18 @@ class CausalEvent:
 
 @dataclass(frozen=True, slots=True)
 class Boost:
-    """Per row, the boost; :meth:`event` tells which causal event gave it (for explanations).
-
-    ``contribution`` is the ``(rows, events)`` contribution matrix of the rows whose association
-    with every event was computed: ``rows`` (sorted), or every row when ``rows`` is ``None``.
-    Any other row holds its witness boost (a lower bound of its boost), and ``witnessed`` tells
-    which event each row witnessed (-1: none of them).
-    """
+    """Per row, the boost and the index of the causal event that gave it (``best``; -1: none),
+    for explanations. A row whose cosines were not computed holds its witness boost (a lower
+    bound of its boost). ``gate`` is every row's fallback gate (``None``: fallback events
+    counted at their strength)."""
 
     value: F64
-    contribution: F32
-    rows: Rows | None
-    witnessed: I64
+    best: I64
+    gate: F64 | None = None
 
     def event(self, row: int) -> int:
         """Index of the causal event that gave ``row`` its boost, or -1."""
-        if self.value[row] <= 0.0:
-            return -1
-        at = row
-        if self.rows is not None:
-            at = int(np.searchsorted(self.rows, row))
-            if at == self.rows.shape[0] or self.rows[at] != row:
-                return int(self.witnessed[row])
-        return int(np.argmax(self.contribution[at]))
+        return -1 if self.value[row] <= 0.0 else int(self.best[row])
 
 
 def event_matrix(events: list[CausalEvent]) -> F32 | None:
@@ -93,10 +86,33 @@ def effective(events: list[CausalEvent]) -> F32:
     return np.asarray([e.effective for e in events], dtype=np.float32)
 
 
-def witness_boost(event_keys: I64, events: list[CausalEvent]) -> tuple[F64, I64]:
+def fallbacks(events: list[CausalEvent]) -> npt.NDArray[np.bool_]:
+    """Which of ``events`` are scope-fallback events (their contribution is gated)."""
+    return np.asarray([e.fallback for e in events], dtype=np.bool_)
+
+
+def gated(lower: F64, witnessed: I64, events: list[CausalEvent], gate: F64 | None) -> F64:
+    """``lower`` (each row's :func:`witness_boost`) with the rows that witnessed a fallback
+    event multiplied by their ``gate`` (a new array; ``lower`` itself when there is no gate)."""
+    if gate is None or not events:
+        return lower
+    fallback = fallbacks(events)
+    if not fallback.any():
+        return lower
+    at = np.flatnonzero(witnessed >= 0)
+    at = at[fallback[witnessed[at]]]
+    out = lower.copy()
+    out[at] *= gate[at]
+    return out
+
+
+def witness_boost(
+    event_keys: I64, events: list[CausalEvent], gate: F64 | None = None
+) -> tuple[F64, I64]:
     """Each row's boost from the event it witnessed alone (``event_keys``: its witnessed-event
     key, 0 for none), and that event's index (-1: none of ``events``) — one pass over the rows.
-    A lower bound of the boost: the row's cosines may associate it more strongly elsewhere."""
+    A lower bound of the boost: the row's cosines may associate it more strongly elsewhere.
+    ``gate``: every row's fallback gate (``None``: none)."""
     n = event_keys.shape[0]
     lower, witnessed = np.zeros(n, dtype=np.float64), np.full(n, -1, dtype=np.int64)
     if n == 0 or not events:
@@ -112,7 +128,7 @@ def witness_boost(event_keys: I64, events: list[CausalEvent]) -> tuple[F64, I64]
     rows = rows[found]
     witnessed[rows] = order[at[found]]
     lower[rows] = strength[witnessed[rows]]
-    return lower, witnessed
+    return gated(lower, witnessed, events, gate), witnessed
 
 
 def causal_boost(
@@ -124,42 +140,59 @@ def causal_boost(
     full: float,
     rows: Rows | None = None,
     witness: tuple[F64, I64] | None = None,
+    gate: F64 | None = None,
+    columns: Rows | None = None,
 ) -> Boost:
     """The boost of every row (the parts of a read concatenated).
 
-    ``cosines`` is the ``(rows, events)`` cosine matrix of ``rows`` (every row when ``None``) —
-    their unit vectors times :func:`event_matrix` — or ``None`` when it cannot be computed (no
-    vectors); it is modified in place. ``event_keys`` holds every row's witnessed-event key (0:
-    none). Rows outside ``rows`` get their :func:`witness_boost` (``witness``, when already
-    computed). ``threshold`` must be
-    positive, so zero vectors never associate; ``full`` (>= threshold) is the cosine of full
-    association.
+    ``cosines`` is the ``(rows, columns)`` cosine matrix of ``rows`` (every row when ``None``)
+    with the events ``columns`` (every event when ``None``) — their unit vectors times
+    :func:`event_matrix`'s columns — or ``None`` when it cannot be computed (no vectors); it is
+    modified in place. ``event_keys`` holds every row's witnessed-event key (0: none). Every row
+    starts from its :func:`witness_boost` (``witness``, when already computed, with the same
+    ``gate``) and is raised by the block. ``threshold`` must be positive, so zero vectors never
+    associate; ``full`` (>= threshold) is the cosine of full association. ``gate``: every row's
+    fallback gate (``None``: fallback events count at their strength).
     """
-    n = event_keys.shape[0]
-    lower, witnessed = witness_boost(event_keys, events) if witness is None else witness
-    lower = lower.copy()
-    m = len(events)
-    if n == 0 or not events:
-        return Boost(lower, np.zeros((n, m), dtype=np.float32), None, witnessed)
-    strength = effective(events)
-    size = n if rows is None else rows.shape[0]
-    if cosines is not None:
-        contribution = cosines
-        np.multiply(contribution, contribution >= threshold, out=contribution)
-        contribution *= np.float32(1.0 / full)
-        np.minimum(contribution, 1.0, out=contribution)
-        contribution *= strength
-    else:
-        contribution = np.zeros((size, m), dtype=np.float32)
-    mine = witnessed if rows is None else witnessed[rows]
-    at = np.flatnonzero(mine >= 0)
-    contribution[at, mine[at]] = strength[mine[at]]
-    value = lower
-    if rows is None:
-        value = contribution.max(axis=1).astype(np.float64)
-    elif size:
-        value[rows] = contribution.max(axis=1)
-    return Boost(value, contribution, rows, witnessed)
+    lower, witnessed = witness_boost(event_keys, events, gate) if witness is None else witness
+    boost = Boost(lower.copy(), witnessed.copy(), gate)
+    if cosines is not None and events:
+        raise_by(boost, cosines, events, threshold=threshold, full=full, rows=rows,
+                 columns=columns)  # fmt: skip
+    return boost
+
+
+def raise_by(
+    boost: Boost,
+    cosines: F32,
+    events: list[CausalEvent],
+    *,
+    threshold: float,
+    full: float,
+    rows: Rows | None = None,
+    columns: Rows | None = None,
+) -> None:
+    """Raise ``boost`` (in place) where the contributions of one block — ``cosines``, the
+    ``(rows, columns)`` cosines as in :func:`causal_boost`, modified in place — exceed it."""
+    if cosines.shape[0] == 0 or cosines.shape[1] == 0:
+        return
+    chosen = np.arange(len(events)) if columns is None else columns
+    strength = effective(events)[chosen]
+    contribution = cosines
+    np.multiply(contribution, contribution >= threshold, out=contribution)
+    contribution *= np.float32(1.0 / full)
+    np.minimum(contribution, 1.0, out=contribution)
+    contribution *= strength
+    fallback = fallbacks(events)[chosen]
+    if boost.gate is not None and fallback.any():
+        gate = (boost.gate if rows is None else boost.gate[rows]).astype(np.float32)
+        contribution[:, fallback] *= gate[:, None]
+    at = np.argmax(contribution, axis=1)
+    top = contribution[np.arange(contribution.shape[0]), at].astype(np.float64)
+    where = np.arange(contribution.shape[0]) if rows is None else rows
+    better = top > boost.value[where]
+    boost.value[where[better]] = top[better]
+    boost.best[where[better]] = chosen[at[better]]
 
 
 def association(

@@ -221,7 +221,10 @@ class CausalPart:
     """Why a crisis read lifted a record (DESIGN §4): the event that gave the largest boost,
     how the record is associated with it (``witness``: it names the event; ``cosine``: similar
     enough), the event's depth and path strength upstream of the crisis, and the fusion used.
-    ``event_id`` is ``None`` when no causal event is associated with the record."""
+    ``event_id`` is ``None`` when no causal event is associated with the record. ``gate``: for a
+    scope-fallback event under additive fusion, the record's episodic part (clipped to [0, 1])
+    that multiplied the event's contribution, so the fallback amplifies what answers the
+    question and cannot lift what does not."""
 
     boost: float
     fusion: str
@@ -234,6 +237,7 @@ class CausalPart:
     effective_strength: float | None = None
     fallback: bool = False
     path: tuple[str, ...] = ()
+    gate: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -248,6 +252,7 @@ class CausalPart:
             "effective_strength": self.effective_strength,
             "fallback": self.fallback,
             "path": list(self.path),
+            "gate": self.gate,
         }
 
 

@@ -11,15 +11,23 @@ import numpy as np
 from chronomem.analysis.scripts import language_of, reads
 from chronomem.arrays import F64, I64, Rows
 from chronomem.clock import to_micros
-from chronomem.config import CausalConfig, Fusion
+from chronomem.config import CausalConfig
 from chronomem.graph.ancestry import Reach, traverse
-from chronomem.graph.boost import Boost, causal_boost, effective, event_matrix, witness_boost
+from chronomem.graph.boost import (
+    Boost,
+    causal_boost,
+    effective,
+    event_matrix,
+    fallbacks,
+    raise_by,
+    witness_boost,
+)  # fmt: skip  # fmt: skip
 from chronomem.graph.causal_events import causal_events
 from chronomem.model.event import Event, Link
 from chronomem.retrieval.columns import Columns
 from chronomem.retrieval.languages import unread_rows
 from chronomem.retrieval.query import Crisis
-from chronomem.scoring.score import Scores, fuse
+from chronomem.scoring.score import Scores, fallback_gate, fuse
 from chronomem.stores.base import MemoryStore
 
 __all__ = ["boost_rows", "build_crisis", "fuse_boost", "graph_at"]
@@ -101,20 +109,46 @@ def boost_rows(
     rows: Rows | None = None,
     witness: tuple[F64, I64] | None = None,
     keys: I64 | None = None,
+    *,
+    gate: F64 | None = None,
+    fallback_rows: Rows | None = None,
 ) -> Boost:
-    """The causal boost of every row of ``cols``, computed from the cosines of ``rows`` (every
-    row when ``None``) with the crisis's events; the other rows get their witness boost.
-    ``keys``: ``cols.derived("event_keys")``, when the caller has it already."""
+    """The causal boost of every row of ``cols``: each row's witness boost, raised by the
+    cosines of ``rows`` (every row when ``None``) with the crisis's true ancestors and those
+    of ``fallback_rows`` (``rows`` when ``None``) with its scope-fallback events — two
+    products, so hundreds of fallback events cost only the rows that need them. ``gate``: every
+    row's fallback gate (:func:`~chronomem.scoring.score.fallback_gate`; ``None``: none). ``keys``:
+    ``cols.derived("event_keys")``, when the caller has it already."""
     events = list(crisis.events)
     matrix = event_matrix(events) if events else None
-    cosines = None if matrix is None else cols.products(rows, matrix)
-    unread = unread_rows(cols, crisis.languages)
-    if cosines is not None and unread is not None:  # their cosines are noise: no association
-        cosines[unread if rows is None else unread[rows]] = 0.0
-    return causal_boost(
-        cosines, cols.derived("event_keys") if keys is None else keys, events,
-        threshold=crisis.threshold, full=crisis.full, rows=rows, witness=witness,
+    keys = cols.derived("event_keys") if keys is None else keys
+    if matrix is None:
+        return causal_boost(
+            None, keys, events, threshold=crisis.threshold, full=crisis.full, rows=rows,
+            witness=witness, gate=gate,
+        )  # fmt: skip
+    band = (crisis.threshold, crisis.full)
+    fallback = fallbacks(events)
+    blocks: list[tuple[Rows | None, Rows | None]]
+    if fallback_rows is None or rows is None or not fallback.any():
+        blocks = [(rows, None)]
+    else:
+        blocks = [(rows, np.flatnonzero(~fallback)), (fallback_rows, np.flatnonzero(fallback))]
+    boost = causal_boost(
+        None, keys, events, threshold=crisis.threshold, full=crisis.full, witness=witness,
+        gate=gate,
     )  # fmt: skip
+    unread = unread_rows(cols, crisis.languages)
+    for chosen, columns_ in blocks:
+        if chosen is not None and chosen.size == 0:
+            continue
+        part = matrix if columns_ is None else np.ascontiguousarray(matrix[:, columns_])
+        cosines = cols.products(chosen, part, band)
+        if unread is not None:  # their cosines are noise: no association
+            cosines[unread if chosen is None else unread[chosen]] = 0.0
+        raise_by(boost, cosines, events, threshold=crisis.threshold, full=crisis.full,
+                 rows=chosen, columns=columns_)  # fmt: skip
+    return boost
 
 
 def fuse_boost(
@@ -125,27 +159,38 @@ def fuse_boost(
 
     The record × event cosines — the read's largest product, one column per causal event — are
     computed only for rows that can reach the top ``k``: a row's boost lies between its witness
-    boost and the strongest event's effective strength, so its final score lies between the
-    two fusions; rows whose best case stays below the ``k``-th best worst case keep the witness
-    boost (their final score is below the floor, and so is their exact one)."""
+    boost and the strongest contribution an event could give it (a true ancestor's effective
+    strength; a fallback event's, times the row's gate), so its final score lies between the
+    fusions of the two; rows whose best case stays below the ``k``-th best worst case keep the
+    witness boost (their final score is below the floor, and so is their exact one). The two
+    kinds of event are bounded apart: the gate makes a fallback event's bound tight, so a scope
+    with hundreds of background events costs the rows they could lift, not every row."""
     c, config = scores.candidates, scores.config
     events = list(crisis.events)
     keys = cols.derived("event_keys")  # 400 agents: one concatenation, not two
-    witness = witness_boost(keys, events)
-    lower = witness[0]
+    gate = fallback_gate(scores.final, config)
+    witness = witness_boost(keys, events, gate)
     rows: Rows | None = None
+    fallback_rows: Rows | None = None
     floor = -np.inf
     if events and event_matrix(events) is not None:
-        top = float(effective(events).max())
-        low, high = fuse(scores.final, lower, config), fuse(scores.final, top, config)
-        if config.causal.fusion is not Fusion.ADDITIVE:  # the slope has the episodic's sign
-            low, high = np.minimum(low, high), np.maximum(low, high)
+        fallback, strength = fallbacks(events), effective(events).astype(np.float64)
+        top = float(strength[~fallback].max(initial=0.0))
+        top_fallback = float(strength[fallback].max(initial=0.0))
+        weak = top_fallback if gate is None else gate * top_fallback
+        lows = fuse(scores.final, witness[0], config)
+        ancestor = fuse(scores.final, top, config)
+        scoped = fuse(scores.final, weak, config)
+        # The slope has the episodic's sign under multiplicative fusion: a bound either way.
+        low = np.minimum(lows, fuse(scores.final, np.maximum(top, weak), config))
         n = low.shape[0]
         floor = float(-np.partition(-low, k - 1)[k - 1]) if n > k else -np.inf  # see rank()
         if np.isfinite(floor):
-            rows = np.flatnonzero(high >= floor)
+            rows = np.flatnonzero(np.maximum(lows, ancestor) >= floor)
+            fallback_rows = np.flatnonzero(np.maximum(lows, scoped) >= floor)
         else:  # fewer than k candidates: every one of them
             floor, rows = -np.inf, np.flatnonzero(scores.final > -np.inf)
-    boost = boost_rows(cols, crisis, rows, witness, keys)
+            fallback_rows = rows
+    boost = boost_rows(cols, crisis, rows, witness, keys, gate=gate, fallback_rows=fallback_rows)
     final = fuse(scores.final, boost.value, config)
     return replace(scores, final=final, candidates=replace(c, boost=boost.value)), boost, floor

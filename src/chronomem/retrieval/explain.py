@@ -107,6 +107,7 @@ def _causal_part(state: ReadState, row: int) -> CausalPart | None:
         effective_strength=event.effective,
         fallback=event.fallback,
         path=event.path,
+        gate=None if not event.fallback or boost.gate is None else float(boost.gate[row]),
     )
 
 

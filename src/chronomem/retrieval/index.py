@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from chronomem.analysis.scripts import language_code
-from chronomem.arrays import F32, Rows, unit_rows
+from chronomem.arrays import F32, F64, Rows, unit_rows
 from chronomem.errors import StoreError
 from chronomem.model.record import Kind
 from chronomem.retrieval.codes import KIND_CODES, KINDS, SENSITIVITY_CODES, STATUS_CODES, domain_key
@@ -101,7 +101,11 @@ class AgentArrays:
         self.ids = np.empty(cap, dtype=_ID_DTYPE)
         self.emb: F32 | None = None if dim is None else np.zeros((cap, dim), dtype=np.float32)
         self.codes: Codes | None = None  # the int8 copy of emb, once a large read asked for it
-        self.raw: F32 | None = None
+        #: The vectors as stored, in float64 (exact: every float32 is a float64), and each
+        #: row's float64 norm — the Generative Agents code preset's cosine inputs, kept so a
+        #: read does not convert and measure every stored vector again.
+        self.raw: F64 | None = None
+        self.raw_norms: F64 | None = None
         self.pn = 0
         self.pemb: F32 | None = None
         self.powner: Rows = np.zeros(0, dtype=np.intp)
@@ -170,10 +174,12 @@ class AgentArrays:
             emb = np.zeros((new_cap, self.emb.shape[1]), dtype=np.float32)
             emb[: self.n] = self.emb[: self.n]
             self.emb = emb
-        if self.raw is not None:
-            raw = np.zeros((new_cap, self.raw.shape[1]), dtype=np.float32)
+        if self.raw is not None and self.raw_norms is not None:
+            raw = np.zeros((new_cap, self.raw.shape[1]), dtype=np.float64)
             raw[: self.n] = self.raw[: self.n]
-            self.raw = raw
+            norms = np.zeros(new_cap, dtype=np.float64)
+            norms[: self.n] = self.raw_norms[: self.n]
+            self.raw, self.raw_norms = raw, norms
         if self.codes is not None:
             self.codes.grow(self.n, new_cap)
 
@@ -184,7 +190,7 @@ class AgentArrays:
             raise StoreError(f"embedding dimension changed from {self.dim} to {dim}")
         self.dim = dim
         self.emb = np.zeros((self.capacity, dim), dtype=np.float32)
-        self.codes = self.raw = None
+        self.codes = self.raw = self.raw_norms = None
 
     def _write_rows(self, at: Rows, cols: RecordColumns, rows: Rows) -> None:
         self._bounds = None
@@ -196,8 +202,9 @@ class AgentArrays:
             self.set_dim(cols.embeddings.shape[1])
             assert self.emb is not None
             self.emb[at] = unit_rows(cols.embeddings[rows])
-            if self.raw is not None:
+            if self.raw is not None and self.raw_norms is not None:
                 self.raw[at] = cols.embeddings[rows]
+                self.raw_norms[at] = np.linalg.norm(self.raw[at], axis=1)
             if self.codes is not None:
                 self.codes.write(at, self.emb[at])
 
@@ -295,7 +302,10 @@ class AgentArrays:
             kept_emb = self.emb[: self.n][keep]
             self.emb[: kept_emb.shape[0]] = kept_emb
             self.emb[kept_emb.shape[0] : self.n] = 0.0
-        if self.raw is not None:
+        if self.raw is not None and self.raw_norms is not None:
+            kept_norms = self.raw_norms[: self.n][keep]
+            self.raw_norms[: kept_norms.shape[0]] = kept_norms
+            self.raw_norms[kept_norms.shape[0] : self.n] = 0.0
             kept_raw = self.raw[: self.n][keep]
             self.raw[: kept_raw.shape[0]] = kept_raw
             self.raw[kept_raw.shape[0] : self.n] = 0.0
@@ -335,13 +345,13 @@ class AgentArrays:
         """Keep the vectors as stored from ``cols``, every record of this agent (loaded in the
         read's store snapshot, after this agent's rows were brought up to date)."""
         assert self.dim is not None
-        raw = np.zeros((self.capacity, self.dim), dtype=np.float32)
+        raw = np.zeros((self.capacity, self.dim), dtype=np.float64)
         if cols.embeddings is not None:
             held = self.position
             rows = [i for i, a in enumerate(cols.agents) if a == self.agent and cols.ids[i] in held]
             at = np.fromiter((held[cols.ids[i]] for i in rows), np.intp, len(rows))
             raw[at] = cols.embeddings[rows]
-        self.raw = raw
+        self.raw, self.raw_norms = raw, np.linalg.norm(raw, axis=1)
 
     # -- derived values, cached until the rows change ------------------------------------
     def bounds(self) -> Bounds:

@@ -8,21 +8,17 @@ import numpy as np
 
 from chronomem.arrays import F32, F64, Mask
 from chronomem.config import Normalisation, RelevanceMode
-from chronomem.retrieval.columns import Columns
+from chronomem.retrieval.columns import GATHER_COST, Columns
 from chronomem.retrieval.query import Query
 from chronomem.stores.base import MemoryStore
 
 __all__ = ["gather_is_cheap", "lexical", "preselect", "similarities"]
 
-# A cosine for a gathered row costs about as much as this many rows of the contiguous product
-# (measured with numpy on 200k × 384: 10% of the rows gathered took 0.6 × the whole product).
-# Pre-selection is worth it only while the gather costs under half the product: the index scan
-# takes the other half.
-_GATHER_COST = 6
-
 
 def gather_is_cheap(rows: int, namespace: int) -> bool:
-    return rows * _GATHER_COST * 2 < namespace
+    """Pre-selection is worth it only while the gather costs under half the product: the index
+    scan takes the other half."""
+    return rows * GATHER_COST * 2 < namespace
 
 
 def preselect(
@@ -115,12 +111,11 @@ def _float64_cosines(cols: Columns, vector: F32) -> F64:
     q_norm = float(np.linalg.norm(query))
     parts = []
     for a in cols.arrays:
-        if a.raw is None or a.dim != vector.shape[0]:
+        if a.raw is None or a.raw_norms is None or a.dim != vector.shape[0]:
             parts.append(np.zeros(a.n, dtype=np.float64))
             continue
-        rows = a.raw[: a.n].astype(np.float64)
-        norms = np.linalg.norm(rows, axis=1) * q_norm
-        parts.append(np.divide(rows @ query, norms, out=np.zeros(a.n), where=norms > 0))
+        norms = a.raw_norms[: a.n] * q_norm  # the rows' norms are kept with them (index.py)
+        parts.append(np.divide(a.raw[: a.n] @ query, norms, out=np.zeros(a.n), where=norms > 0))
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 

@@ -16,6 +16,7 @@ large enough and it changed since.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from functools import cache
@@ -30,7 +31,9 @@ from chronomem.retrieval.compact import DEFAULT_COMPACT_RECORDS
 from chronomem.retrieval.index import AgentArrays
 from chronomem.stores.base import MemoryStore, RecordColumns
 
-__all__ = ["DEFAULT_SNAPSHOT_RECORDS", "SpaceIndex"]
+__all__ = ["DEFAULT_SNAPSHOT_RECORDS", "SpaceIndex", "warm"]
+
+_log = logging.getLogger("chronomem")
 
 #: Below this many loaded records a rebuild from the store is quick (~0.2 s) and no snapshot is
 #: written (one found is still used).
@@ -230,13 +233,21 @@ class SpaceIndex:
     def save(self) -> bool:
         """Write the snapshot of the loaded agents when they hold at least ``snapshot_records``
         records and the snapshot on disk is missing or behind by more than 2% of the rows
-        (after syncing with the store). Returns whether a snapshot was written. A purge
-        committed meanwhile deletes it again (the store's scrub deletes every snapshot too)."""
+        (after syncing with the store) — of every agent of the space when this handle loaded
+        none but inserted records (at least 2% of ``snapshot_records``, and 100). Returns
+        whether a snapshot was written. A purge committed meanwhile deletes it again (the
+        store's scrub deletes every snapshot too)."""
         path = self.snapshot_path()
-        if path is None or self._snapshot_records is None or not self._agents:
+        if path is None or self._snapshot_records is None:
             return False
+        if not self._agents and self._store.inserted.get(self._space, 0) < max(
+            100, self._snapshot_records // 50
+        ):
+            return False  # read nothing, wrote little: the next reader's sync is cheap
         with self._store.snapshot():
-            held = self.arrays(list(self._agents))
+            # A handle that only wrote (a bulk load, an import, a simulation's write phase)
+            # loads every agent once, here, so the next process opens warm.
+            held = self.arrays(list(self._agents) or self._store.agents(self._space))
             seq = self._seen_seq
             meta = self._store.embedding_meta()
         total = sum(a.n for a in held)
@@ -257,3 +268,14 @@ class SpaceIndex:
             return False
         self._snapshot_seq, self._changed = seq, 0
         return True
+
+
+def warm(store: MemoryStore, space: str) -> bool:
+    """Write ``space``'s index snapshot after a bulk load through ``store`` (a migration: no
+    handle held its arrays), so the next process opens it warm. A cache: an ``OSError`` is
+    logged, not raised. Returns whether a snapshot was written."""
+    try:
+        return SpaceIndex(store, space, store.embedding_meta().dim).save()
+    except OSError as exc:
+        _log.warning("could not save the index snapshot of %s: %s", space, exc)
+        return False

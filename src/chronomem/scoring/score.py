@@ -36,8 +36,8 @@ from chronomem.scoring.components import (
 )
 
 __all__ = [
-    "Candidates", "Components", "Scores", "effective_relevance", "floored", "fuse", "rank",
-    "score",
+    "Candidates", "Components", "Scores", "effective_relevance", "fallback_gate", "floored",
+    "fuse", "rank", "score",
 ]  # fmt: skip
 
 _ONE_US = timedelta(microseconds=1)
@@ -285,6 +285,20 @@ def fuse(episodic: F64, boost: F64 | float, config: ScoringConfig) -> F64:
         final += causal.weight * boost
         return final
     return episodic * (1.0 + causal.weight * boost)
+
+
+def fallback_gate(episodic: F64, config: ScoringConfig) -> F64 | None:
+    """The gate of a scope-fallback event's contribution to each row's boost (``graph/boost.py``):
+    under additive fusion the episodic part as :func:`fuse` adds it, clipped to [0, 1] (rows
+    outside the read: 0), so the fallback's fused effect is ``E · (1 + λ · fallback)`` — it can
+    amplify a memory that answers the question and cannot lift one that does not. ``None``
+    under multiplicative fusion, whose boost multiplies the episodic score already."""
+    causal, w = config.causal, config.weights
+    if causal.fusion is not Fusion.ADDITIVE:
+        return None
+    with np.errstate(invalid="ignore"):
+        gate = episodic / ((w.relevance + w.recency + w.importance) or 1.0)
+    return np.clip(np.nan_to_num(gate, nan=0.0, neginf=0.0), 0.0, 1.0)
 
 
 def _code_sum(*parts: tuple[F64, Affine, float], mask: Mask | None) -> F64:

@@ -36,9 +36,11 @@ from chronomem.server.mcp_answers import (
     vars_of,
     written,
 )
-from chronomem.verbs import PARAMS
+from chronomem.verbs import OWN, PARAMS
 
 __all__ = ["INSTRUCTIONS", "Binding", "build_server", "client_name", "stdio_binding"]
+
+_MIN_RELEVANCE = next(p for p in OWN["context"] if p.name == "min_relevance")
 
 INSTRUCTIONS = """\
 This is your long-term memory (chronomem). It keeps what you observe, are told and decide, with
@@ -332,11 +334,15 @@ def build_server(bind: Callable[[Context], Binding]) -> MCPServer:
                 description="the most tokens the block may take (about 4 characters each)",
             ),
         ] = 3_000,
+        min_relevance: Annotated[
+            float, Field(ge=0, le=1, description=_MIN_RELEVANCE.doc)
+        ] = _MIN_RELEVANCE.default,
     ) -> str:
         b = bind(ctx)
         block = b.memory.context(
-            query, agent=b.agent, crisis=crisis, k=k, budget_tokens=budget_tokens
-        )
+            query, agent=b.agent, crisis=crisis, k=k, budget_tokens=budget_tokens,
+            min_relevance=min_relevance,
+        )  # fmt: skip
         core = core_text(b.memory.core_blocks(b.agent))
         return f"{core}{block.text}"
 

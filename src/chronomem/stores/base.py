@@ -160,6 +160,9 @@ class MemoryStore(Protocol):
     #: How many write transactions of this handle ended without committing. Anything read
     #: inside one (an in-memory index synchronised there) may hold rows that never existed.
     aborted_writes: int
+    #: Records this connection inserted (committed or not), per space: a handle that only wrote
+    #: writes the index snapshot at close when they are many (``retrieval/space.py``).
+    inserted: dict[str, int]
 
     def close(self) -> None: ...
 

@@ -5,6 +5,8 @@ archive carries records with their raw vectors, the audit log, events with their
 and the reflection-trigger sums, so what arrives is what left — exporting the copy gives the same
 bytes as exporting the original. Each space is read from one snapshot of the source and written in
 one transaction on the target; a space that already holds anything on the target is refused.
+Each space copied into a SQLite file leaves its index snapshot there, so the first read of the
+copy does not rebuild its arrays.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from chronomem.checks import string_tuple
 from chronomem.errors import ConflictError, NotFoundError
+from chronomem.retrieval.space import warm
 from chronomem.stores import MemoryStore, open_store
 from chronomem.transfer.archive import export_space, import_space
 
@@ -84,6 +87,7 @@ def migrate(
             export_space(src, space, src.embedding_meta(), archive)
             imported, _ = import_space(dst, space, dst.embedding_meta(), None, archive)
             archive.unlink()
+            warm(dst, space)
             report = MigratedSpace(
                 space=space,
                 records=imported.records,

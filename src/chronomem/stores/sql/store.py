@@ -92,6 +92,7 @@ class SQLStore(StoreMetadata, ServiceStore):
         self._state = state or TransactionState()
         self._lock = self._state.lock
         self.aborted_writes = 0
+        self.inserted: dict[str, int] = {}
         #: The model whose vectors this handle writes (checked inside each vector write).
         self.vector_model: str | None = None
         self._closed = False
@@ -325,6 +326,7 @@ class SQLStore(StoreMetadata, ServiceStore):
     # -- records (sql/records.py, sql/columns.py, sql/fulltext.py) ----------------------------
     def insert_records(self, space: str, items: Sequence[StoredRecord]) -> None:
         records.insert_records(self, space, items)
+        self.inserted[space] = self.inserted.get(space, 0) + len(items)
 
     def touch(self, space: str, ids: Sequence[str], at_us: int, *, backwards: bool = False) -> int:
         return records.touch(self, space, ids, at_us, backwards=backwards)
