@@ -186,6 +186,32 @@ def test_links_made_after_as_of_do_not_count(mem: Memory, clock: SimClock) -> No
     assert [h.breakdown.causal.boost for h in now if h.record.id == rid] == [1.0]  # type: ignore[union-attr]
 
 
+def test_a_change_at_the_same_instant_reaches_the_next_crisis_read(
+    mem: Memory, clock: SimClock
+) -> None:
+    """Crisis reads at one instant reuse the graph's inputs (a simulation's agents asking at
+    one tick) until the space changes: a link, an event, another scope event or an unlink made
+    at that instant is in the very next read."""
+    a = mem.add_event("cause", embedding=v(9))
+    b = mem.add_event("crisis", kind="crisis", embedding=v(10), scope="town")
+    rid = mem.remember("witness", event_id=a.id, embedding=v(4)).id
+
+    def boost() -> float:
+        hits = mem.peek("q", query_embedding=QUESTION, crisis=b.id, explain=True)
+        return next(h.breakdown.causal.boost for h in hits if h.record.id == rid)  # type: ignore[union-attr]
+
+    assert boost() == boost() == 0.0
+    mem.link(a.id, b.id)
+    assert boost() == 1.0
+    mem.unlink(a.id, b.id)
+    assert boost() == 0.0
+    scoped = mem.add_event("a scope event", embedding=v(11), scope="town",
+                           occurred_at=clock.now() - timedelta(hours=1))  # fmt: skip
+    mem.remember("saw it", event_id=scoped.id, embedding=v(4))
+    hits = mem.peek("q", query_embedding=QUESTION, crisis=b.id, explain=True)
+    assert any(h.breakdown.causal.fallback for h in hits)  # type: ignore[union-attr]
+
+
 def test_auto_link_applies_the_threshold_and_the_window(mem: Memory, clock: SimClock) -> None:
     old_close = mem.add_event("long ago, similar", embedding=v(1, (2, 0.3)))
     clock.advance(days=40)

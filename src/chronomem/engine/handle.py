@@ -19,7 +19,13 @@ from typing import Any, Literal, cast, get_args
 
 from chronomem.checks import require_id, require_text, shown
 from chronomem.clock import Clock, SystemClock, require_aware, to_micros
-from chronomem.config import ReflectionConfig, ScoringConfig, WriteGate, resolve_preset
+from chronomem.config import (
+    CausalConfig,
+    ReflectionConfig,
+    ScoringConfig,
+    WriteGate,
+    resolve_preset,
+)
 from chronomem.embedders.base import Embedder
 from chronomem.errors import (
     ConfigError,
@@ -35,6 +41,7 @@ from chronomem.model.audit import AuditEntry, Closure
 from chronomem.model.event import Event
 from chronomem.model.ids import IdFactory
 from chronomem.model.record import EvidenceStatus, Record
+from chronomem.retrieval.query import Crisis
 from chronomem.retrieval.space import SpaceIndex
 from chronomem.stores import open_store
 from chronomem.stores.base import EmbeddingMeta, MemoryStore
@@ -86,6 +93,9 @@ class Handle:
     #: it reads lexically and refuses vectors from then on (docs/design/reembed.md).
     switched_to: str | None = None
     _model_seq: int = -1  # the space's change_seq when the store's model was last compared
+    #: The last crisis reads' causal inputs by (event, instant, change_seq, model, calibrated
+    #: threshold), with the causal config they were built for (``read._crisis``).
+    crises: dict[tuple[object, ...], tuple[CausalConfig, Crisis]] = field(default_factory=dict)
 
     def sync_model(self) -> None:
         """Notice a model switch another handle cut over since the last call: one

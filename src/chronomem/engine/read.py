@@ -18,11 +18,12 @@ from chronomem.embedders.base import as_vector, is_thread_safe, model_languages
 from chronomem.engine.handle import Handle
 from chronomem.errors import InvalidInputError
 from chronomem.lifecycle.rules import settled
+from chronomem.model.event import Event
 from chronomem.model.record import Hit, Kind, Record
 from chronomem.model.review import Access
 from chronomem.retrieval.crisis import build_crisis
 from chronomem.retrieval.options import ReadOptions
-from chronomem.retrieval.query import Query
+from chronomem.retrieval.query import Crisis, Query
 from chronomem.retrieval.recall import search
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
 
 #: The space setting that turns the access log on (``"on"``).
 ACCESS_LOG = "access_log"
+_CRISES = 8  # crisis inputs kept per handle (read._crisis)
 
 
 def config_of(h: Handle, options: ReadOptions) -> ScoringConfig:
@@ -126,10 +128,7 @@ def recall_many(
     texts = list(queries)
     if options.crisis is not None:
         event = h.event(options.crisis)
-        crisis = build_crisis(
-            h.store, h.space, event, at, config.causal, h.meta.model,
-            model_languages(h.embedder), h.calibrated("association"),
-        )  # fmt: skip
+        crisis = _crisis(h, event, at, config)
         texts = [t if t.strip() else event.text for t in texts]
     agents = tuple(h.store.agents(h.space)) if options.agents is None else tuple(options.agents)
     vectors = _query_vectors(h, texts, embeddings, config) if ready is None else ready
@@ -175,6 +174,28 @@ def recall_many(
         h.store.touch(h.space, list(pending), to_micros(at), backwards=backwards)
     log_accesses(h, built, results, options, now=now)
     return _as_they_stand(h, results, refresh=options.refresh_ttl, now=now)
+
+
+def _crisis(h: Handle, event: Event, at: datetime, config: ScoringConfig) -> Crisis:
+    """The causal inputs of a crisis read at ``at``: built from the graph, or the same as the
+    last read of this crisis at this instant when the space has not changed since (agents of a
+    simulation asking at one tick; one ``change_seq`` query instead of the graph's reads)."""
+    model, languages, calibrated = (
+        h.meta.model,
+        model_languages(h.embedder),
+        h.calibrated("association"),
+    )
+    key = (event.id, to_micros(at), h.store.change_seq(h.space), model, calibrated)
+    cached = h.crises.get(key)
+    if cached is not None and cached[0] == config.causal and cached[1].languages == languages:
+        return cached[1]
+    crisis = build_crisis(
+        h.store, h.space, event, at, config.causal, model, languages, calibrated
+    )  # fmt: skip
+    if len(h.crises) >= _CRISES:
+        h.crises.pop(next(iter(h.crises)))
+    h.crises[key] = (config.causal, crisis)
+    return crisis
 
 
 def refreshed(h: Handle, records: Sequence[Record]) -> list[Record]:

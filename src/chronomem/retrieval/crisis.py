@@ -85,18 +85,18 @@ def build_crisis(
     if languages is not None:
         texts = {e.id: e.text for e in (*events.values(), *scope_events)}
         vectors = {i: v for i, v in vectors.items() if reads(languages, language_of(texts[i]))}
+    found = causal_events(
+        crisis=event,
+        reach=reach,
+        events=events,
+        vectors=vectors,
+        scope_events=scope_events,
+        config=causal,
+    )
     return Crisis(
         event=event,
-        events=tuple(
-            causal_events(
-                crisis=event,
-                reach=reach,
-                events=events,
-                vectors=vectors,
-                scope_events=scope_events,
-                config=causal,
-            )
-        ),
+        events=tuple(found),
+        matrix=event_matrix(found) if found else None,
         threshold=causal.association_threshold(model_id, calibrated),
         full=causal.full_association(model_id, calibrated),
         languages=languages,
@@ -119,8 +119,7 @@ def boost_rows(
     products, so hundreds of fallback events cost only the rows that need them. ``gate``: every
     row's fallback gate (:func:`~chronomem.scoring.score.fallback_gate`; ``None``: none). ``keys``:
     ``cols.derived("event_keys")``, when the caller has it already."""
-    events = list(crisis.events)
-    matrix = event_matrix(events) if events else None
+    events, matrix = list(crisis.events), crisis.matrix
     keys = cols.derived("event_keys") if keys is None else keys
     if matrix is None:
         return causal_boost(
@@ -173,7 +172,7 @@ def fuse_boost(
     rows: Rows | None = None
     fallback_rows: Rows | None = None
     floor = -np.inf
-    if events and event_matrix(events) is not None:
+    if events and crisis.matrix is not None:
         fallback, strength = fallbacks(events), effective(events).astype(np.float64)
         top = float(strength[~fallback].max(initial=0.0))
         top_fallback = float(strength[fallback].max(initial=0.0))

@@ -70,3 +70,5 @@ class Crisis:
     threshold: float
     full: float
     languages: frozenset[str] | None = None  # what the embedder reads (None: every language)
+    #: The events' unit vectors as columns (``graph.boost.event_matrix``), built once per crisis.
+    matrix: F32 | None = None
