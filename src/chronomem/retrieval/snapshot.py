@@ -18,6 +18,7 @@ chronomem version, another space, model or dimension, a size that does not add u
 from __future__ import annotations
 
 import json
+import math
 import mmap
 import os
 import tempfile
@@ -198,7 +199,7 @@ def _parse(buf: npt.NDArray[np.uint8], expected: dict[str, Any]) -> Snapshot | N
     for entry in header["blocks"]:
         dtype = np.dtype(entry["dtype"])
         shape = tuple(int(s) for s in entry["shape"])
-        count = int(np.prod(shape, dtype=np.int64))
+        count = math.prod(shape)  # (numpy's prod costs ~3 µs a call: 12k blocks at 400 agents)
         at = start + int(entry["offset"])
         if at + count * dtype.itemsize > buf.size:
             return None
