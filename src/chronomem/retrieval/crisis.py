@@ -21,7 +21,7 @@ from chronomem.graph.boost import (
     fallbacks,
     raise_by,
     witness_boost,
-)  # fmt: skip  # fmt: skip
+)
 from chronomem.graph.causal_events import causal_events
 from chronomem.model.event import Event, Link
 from chronomem.retrieval.columns import Columns
