@@ -12,6 +12,8 @@ import pytest
 from chronomem import Memory, SimClock
 from chronomem.context.block import approximate_tokens
 
+from ..conftest import T0
+
 GOLDEN = Path(__file__).parent / "golden"
 ID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
 
@@ -119,3 +121,22 @@ def test_the_default_token_count_counts_a_wide_character_as_a_token() -> None:
     assert approximate_tokens("lighthouse keeper") == 5  # 17 characters / 4, rounded up
     assert approximate_tokens("회의는 매주 화요일") == 8 + 1  # eight syllables, two spaces
     assert approximate_tokens("東京の天気") == 5
+
+
+def test_the_relevance_cut_holds_in_korean_and_japanese(tmp_path: Path) -> None:
+    """The cut reads the read's own relevance, whatever the language: memories that share the
+    question's words stay, the others are left out and counted (lexical relevance, no model)."""
+    clock = SimClock(T0)
+    with Memory.open(tmp_path / "m.db", embedder=None, clock=clock) as mem:
+        for text in ("곡물 창고 앞에서 폭동이 일어났다", "곡물 창고가 비었다", "오늘 정원에 꽃을 심었다",
+                     "穀物倉庫の前で暴動が起きた", "今日は庭に花を植えた"):  # fmt: skip
+            mem.remember(text, agent="ada")
+        ko = mem.context("곡물 창고 폭동", k=5, touch=False)
+        assert [e.text for e in ko.evidence][0] == "곡물 창고 앞에서 폭동이 일어났다"
+        assert "오늘 정원에 꽃을 심었다" not in [e.text for e in ko.evidence]
+        assert ko.omitted_irrelevant >= 1
+        ja = mem.context("穀物倉庫の暴動", k=5, touch=False)
+        assert [e.text for e in ja.evidence] == ["穀物倉庫の前で暴動が起きた"]
+        assert ja.omitted_irrelevant >= 1
+        everything = mem.context("穀物倉庫の暴動", k=5, touch=False, min_relevance=0)
+        assert len(everything.evidence) > 1

@@ -172,7 +172,7 @@ def test_a_rows_associations_do_not_depend_on_which_other_rows_are_computed(
         assert inside.sum() > 50
         assert (every >= band[1]).sum() > 50
 
-        def association(x: np.ndarray) -> np.ndarray:  # as graph/boost.causal_boost computes it
+        def association(x: np.ndarray) -> np.ndarray:  # as graph/boost.raise_by computes it
             out = x * (x >= band[0])
             return np.minimum(out * np.float32(1.0 / band[1]), 1.0)
 

@@ -4,6 +4,7 @@ question and cannot lift what does not; context blocks leave unrelated memories 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -55,134 +56,121 @@ def _town(mem: Memory, clock: SimClock) -> dict[str, str]:
     return {"riot": riot.id, "contest": contest.id}
 
 
+@pytest.fixture
+def town(minilm, db_path: Path, clock: SimClock) -> Iterator[tuple[Memory, dict[str, str]]]:  # type: ignore[no-untyped-def]
+    with Memory.open(db_path, embedder=minilm, clock=clock) as mem:
+        yield mem, _town(mem, clock)
+
+
 def _crisis_read(mem: Memory, crisis: str, k: int = 20) -> list[Hit]:
     return mem.peek(QUESTION, agents=mem.agents(), crisis=crisis, k=k, explain=True)
 
 
 def test_a_same_scope_unrelated_memory_stays_below_the_evidence(
-    minilm,
-    db_path: Path,
-    clock: SimClock,  # type: ignore[no-untyped-def]
+    town: tuple[Memory, dict[str, str]],
 ) -> None:
-    with Memory.open(db_path, embedder=minilm, clock=clock) as mem:
-        ids = _town(mem, clock)
-        hits = _crisis_read(mem, ids["riot"])
-        texts = [h.record.text for h in hits]
-        poem = next(i for i, h in enumerate(hits) if h.record.agent == "bea")
-        assert poem >= 3, texts
-        symptoms = [texts.index(text) for _, text in SYMPTOMS]
-        assert poem > max(symptoms), texts
-        causal = hits[poem].breakdown.causal  # type: ignore[union-attr]
-        assert causal is not None
-        assert causal.fallback
-        assert causal.event_id == ids["contest"]
-        assert causal.gate is not None
-        assert causal.gate < 0.3
-        assert causal.boost == pytest.approx(causal.effective_strength * causal.gate, rel=1e-5)
-        # The chain's witnesses are all in the top 5 (with 0.9 links the root and the cause
-        # below it are equally strong: 0.9³ × 1.0 = 0.9² × 0.9).
-        assert {
-            "My wheat field dried out, nothing grew",
-            "The granary keeper turned me away, the bins were empty",
-            "Bread costs twice what it did last week",
-        } <= set(texts[:5])
+    mem, ids = town
+    hits = _crisis_read(mem, ids["riot"])
+    texts = [h.record.text for h in hits]
+    poem = next(i for i, h in enumerate(hits) if h.record.agent == "bea")
+    assert poem >= 3, texts
+    symptoms = [texts.index(text) for _, text in SYMPTOMS]
+    assert poem > max(symptoms), texts
+    causal = hits[poem].breakdown.causal  # type: ignore[union-attr]
+    assert causal is not None
+    assert causal.fallback
+    assert causal.event_id == ids["contest"]
+    assert causal.gate is not None
+    assert causal.gate < 0.3  # its own weak answer gates it
+    assert causal.boost == pytest.approx(causal.effective_strength * causal.gate, rel=1e-5)
+    # The chain's witnesses are all in the top 5 (with 0.9 links the root and the cause
+    # below it are equally strong: 0.9³ × 1.0 = 0.9² × 0.9).
+    assert {
+        "My wheat field dried out, nothing grew",
+        "The granary keeper turned me away, the bins were empty",
+        "Bread costs twice what it did last week",
+    } <= set(texts[:5])
 
 
-def test_the_ungated_fallback_would_have_lifted_it(
-    minilm,
-    db_path: Path,
-    clock: SimClock,  # type: ignore[no-untyped-def]
-) -> None:
-    """The same read with the fallback's old additive arithmetic (the boost added as it stands,
-    simulated with a multiplicative-fused preset's boost and the episodic part recomputed): the
-    scenario is one the old rule fails, so the test above says something."""
-    with Memory.open(db_path, embedder=minilm, clock=clock) as mem:
-        ids = _town(mem, clock)
-        hits = _crisis_read(mem, ids["riot"])
-        weight = mem.preset.causal.weight
-        old = {}
-        for h in hits:
-            b = h.breakdown
-            assert b is not None
-            assert b.causal is not None
-            if b.causal.fallback:  # what the ungated rule added: λ × association × strength
-                assert b.causal.effective_strength is not None
-                ungated = b.causal.association * b.causal.effective_strength
-                old[h.record.text] = h.score - weight * b.causal.boost + weight * ungated
-            else:
-                old[h.record.text] = h.score
-        ranked = sorted(old, key=old.__getitem__, reverse=True)
-        poem = next(h.record.text for h in hits if h.record.agent == "bea")
-        assert ranked.index(poem) < max(ranked.index(text) for _, text in SYMPTOMS)
+def test_the_ungated_fallback_would_have_lifted_it(town: tuple[Memory, dict[str, str]]) -> None:
+    """The same read scored by the old rule, recomputed from each hit's explanation (its score
+    minus λ × the gated fallback boost, plus λ × the ungated one): the old rule fails this
+    scenario, so the test above says something."""
+    mem, ids = town
+    hits = _crisis_read(mem, ids["riot"])
+    weight = mem.preset.causal.weight
+    old = {}
+    for h in hits:
+        b = h.breakdown
+        assert b is not None
+        assert b.causal is not None
+        if b.causal.fallback:  # what the ungated rule added: λ × association × strength
+            assert b.causal.effective_strength is not None
+            ungated = b.causal.association * b.causal.effective_strength
+            old[h.record.text] = h.score - weight * b.causal.boost + weight * ungated
+        else:
+            old[h.record.text] = h.score
+    ranked = sorted(old, key=old.__getitem__, reverse=True)
+    poem = next(h.record.text for h in hits if h.record.agent == "bea")
+    assert ranked.index(poem) < max(ranked.index(text) for _, text in SYMPTOMS)
 
 
 def test_a_crisis_context_block_leaves_unrelated_memories_out(
-    minilm,
-    db_path: Path,
-    clock: SimClock,  # type: ignore[no-untyped-def]
+    town: tuple[Memory, dict[str, str]],
 ) -> None:
-    with Memory.open(db_path, embedder=minilm, clock=clock) as mem:
-        ids = _town(mem, clock)
-        block = mem.context(QUESTION, agents=mem.agents(), crisis=ids["riot"], k=10)
-        kept = [e.text for e in block.evidence]
-        for _, text in UNRELATED:
-            assert text not in kept, kept
-        assert "Bread costs twice what it did last week" in kept
-        assert block.omitted_irrelevant >= len(UNRELATED)
-        assert block.relevance_floor is not None
-        assert block.relevance_floor > 0
-        assert all(e.lifted or e.relevance >= block.relevance_floor for e in block.evidence)
-        assert f"{block.omitted_irrelevant} less relevant" in block.text
-        data = block.to_dict()
-        assert data["omitted_irrelevant"] == block.omitted_irrelevant
-        assert {"relevance", "lifted"} <= set(data["evidence"][0])
-        everything = mem.context(
-            QUESTION, agents=mem.agents(), crisis=ids["riot"], k=10,
-            min_relevance=None,
-        )  # fmt: skip
-        assert len(everything.evidence) == 10
-        assert everything.omitted_irrelevant == 0
+    mem, ids = town
+    block = mem.context(QUESTION, agents=mem.agents(), crisis=ids["riot"], k=10)
+    kept = [e.text for e in block.evidence]
+    for _, text in UNRELATED:
+        assert text not in kept, kept
+    assert "Bread costs twice what it did last week" in kept
+    assert block.omitted_irrelevant >= len(UNRELATED)
+    assert block.relevance_floor is not None
+    assert block.relevance_floor > 0
+    assert all(e.lifted or e.relevance >= block.relevance_floor for e in block.evidence)
+    assert f"{block.omitted_irrelevant} less relevant" in block.text
+    data = block.to_dict()
+    assert data["omitted_irrelevant"] == block.omitted_irrelevant
+    assert {"relevance", "lifted"} <= set(data["evidence"][0])
+    everything = mem.context(
+        QUESTION, agents=mem.agents(), crisis=ids["riot"], k=10,
+        min_relevance=None,
+    )  # fmt: skip
+    assert len(everything.evidence) == 10
+    assert everything.omitted_irrelevant == 0
 
 
-def test_a_plain_context_block_keeps_what_answers(
-    minilm,
-    db_path: Path,
-    clock: SimClock,  # type: ignore[no-untyped-def]
-) -> None:
-    with Memory.open(db_path, embedder=minilm, clock=clock) as mem:
-        _town(mem, clock)
-        block = mem.context("what happened at the granary?", agents=mem.agents(), k=8)
-        kept = [e.text for e in block.evidence]
-        assert kept[0] in {text for _, text in SYMPTOMS} | {
-            "The granary keeper turned me away, the bins were empty"
-        }
-        assert "Run the tests with make test before every push" not in kept
-        assert block.omitted_irrelevant > 0
-        with pytest.raises(ValueError, match="min_relevance"):
-            mem.context("granary", k=3, min_relevance=1.5)
+def test_a_plain_context_block_keeps_what_answers(town: tuple[Memory, dict[str, str]]) -> None:
+    mem, _ = town
+    block = mem.context("what happened at the granary?", agents=mem.agents(), k=8)
+    kept = [e.text for e in block.evidence]
+    assert kept[0] in {text for _, text in SYMPTOMS} | {
+        "The granary keeper turned me away, the bins were empty"
+    }
+    assert "Run the tests with make test before every push" not in kept
+    assert block.omitted_irrelevant > 0
+    with pytest.raises(ValueError, match="min_relevance"):
+        mem.context("granary", k=3, min_relevance=1.5)
 
 
 def test_the_fallback_still_amplifies_a_relevant_memory(
-    minilm,
-    db_path: Path,
-    clock: SimClock,  # type: ignore[no-untyped-def]
+    town: tuple[Memory, dict[str, str]], clock: SimClock
 ) -> None:
     """A witness of a same-scope event that does answer the question gains on its peers."""
-    with Memory.open(db_path, embedder=minilm, clock=clock) as mem:
-        ids = _town(mem, clock)
-        fair = mem.add_event(
-            "Guards were posted at the granary", scope="market district",
-            occurred_at=clock.now() - timedelta(days=2),
-        )  # fmt: skip
-        guarded = mem.remember("Guards stood at the granary gate all night", agent="ivy",
-                               event_id=fair.id)  # fmt: skip
-        hit = next(h for h in _crisis_read(mem, ids["riot"], 30) if h.record.id == guarded.id)
-        causal = hit.breakdown.causal  # type: ignore[union-attr]
-        assert causal is not None
-        assert causal.fallback
-        assert causal.boost > 0.05
-        assert causal.gate is not None
-        assert causal.effective_strength is not None
-        assert causal.boost == pytest.approx(
-            causal.association * causal.effective_strength * causal.gate, rel=1e-5
-        )
+    mem, ids = town
+    fair = mem.add_event(
+        "Guards were posted at the granary", scope="market district",
+        occurred_at=clock.now() - timedelta(days=2),
+    )  # fmt: skip
+    guarded = mem.remember("Guards stood at the granary gate all night", agent="ivy",
+                           event_id=fair.id)  # fmt: skip
+    hit = next(h for h in _crisis_read(mem, ids["riot"], 30) if h.record.id == guarded.id)
+    causal = hit.breakdown.causal  # type: ignore[union-attr]
+    assert causal is not None
+    assert causal.fallback
+    assert causal.boost > 0.05
+    assert causal.gate is not None
+    assert causal.effective_strength is not None
+    assert causal.boost == pytest.approx(
+        causal.association * causal.effective_strength * causal.gate, rel=1e-5
+    )

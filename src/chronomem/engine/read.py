@@ -180,11 +180,8 @@ def _crisis(h: Handle, event: Event, at: datetime, config: ScoringConfig) -> Cri
     """The causal inputs of a crisis read at ``at``: built from the graph, or the same as the
     last read of this crisis at this instant when the space has not changed since (agents of a
     simulation asking at one tick; one ``change_seq`` query instead of the graph's reads)."""
-    model, languages, calibrated = (
-        h.meta.model,
-        model_languages(h.embedder),
-        h.calibrated("association"),
-    )
+    model, languages = h.meta.model, model_languages(h.embedder)
+    calibrated = h.calibrated("association")
     key = (event.id, to_micros(at), h.store.change_seq(h.space), model, calibrated)
     cached = h.crises.get(key)
     if cached is not None and cached[0] == config.causal and cached[1].languages == languages:

@@ -132,34 +132,18 @@ def witness_boost(
 
 
 def causal_boost(
-    cosines: F32 | None,
     event_keys: I64,
     events: list[CausalEvent],
     *,
-    threshold: float,
-    full: float,
-    rows: Rows | None = None,
     witness: tuple[F64, I64] | None = None,
     gate: F64 | None = None,
-    columns: Rows | None = None,
 ) -> Boost:
-    """The boost of every row (the parts of a read concatenated).
-
-    ``cosines`` is the ``(rows, columns)`` cosine matrix of ``rows`` (every row when ``None``)
-    with the events ``columns`` (every event when ``None``) — their unit vectors times
-    :func:`event_matrix`'s columns — or ``None`` when it cannot be computed (no vectors); it is
-    modified in place. ``event_keys`` holds every row's witnessed-event key (0: none). Every row
-    starts from its :func:`witness_boost` (``witness``, when already computed, with the same
-    ``gate``) and is raised by the block. ``threshold`` must be positive, so zero vectors never
-    associate; ``full`` (>= threshold) is the cosine of full association. ``gate``: every row's
-    fallback gate (``None``: fallback events count at their strength).
-    """
+    """Every row's boost before any cosine: its :func:`witness_boost` (``witness``, when already
+    computed with the same ``gate``; ``event_keys`` holds every row's witnessed-event key, 0:
+    none), which :func:`raise_by` raises block by block. ``gate``: every row's fallback gate
+    (``None``: fallback events count at their strength)."""
     lower, witnessed = witness_boost(event_keys, events, gate) if witness is None else witness
-    boost = Boost(lower.copy(), witnessed.copy(), gate)
-    if cosines is not None and events:
-        raise_by(boost, cosines, events, threshold=threshold, full=full, rows=rows,
-                 columns=columns)  # fmt: skip
-    return boost
+    return Boost(lower.copy(), witnessed.copy(), gate)
 
 
 def raise_by(
@@ -172,8 +156,11 @@ def raise_by(
     rows: Rows | None = None,
     columns: Rows | None = None,
 ) -> None:
-    """Raise ``boost`` (in place) where the contributions of one block — ``cosines``, the
-    ``(rows, columns)`` cosines as in :func:`causal_boost`, modified in place — exceed it."""
+    """Raise ``boost`` (in place) where the contributions of one block exceed it. ``cosines``
+    is the ``(rows, columns)`` cosine matrix of ``rows`` (every row when ``None``) with the
+    events ``columns`` (every event when ``None``) — their unit vectors times
+    :func:`event_matrix`'s columns; it is modified in place. ``threshold`` must be positive, so
+    zero vectors never associate; ``full`` (>= threshold) is the cosine of full association."""
     if cosines.shape[0] == 0 or cosines.shape[1] == 0:
         return
     chosen = np.arange(len(events)) if columns is None else columns

@@ -121,11 +121,9 @@ def boost_rows(
     ``cols.derived("event_keys")``, when the caller has it already."""
     events, matrix = list(crisis.events), crisis.matrix
     keys = cols.derived("event_keys") if keys is None else keys
-    if matrix is None:
-        return causal_boost(
-            None, keys, events, threshold=crisis.threshold, full=crisis.full, rows=rows,
-            witness=witness, gate=gate,
-        )  # fmt: skip
+    boost = causal_boost(keys, events, witness=witness, gate=gate)
+    if matrix is None:  # no event has a vector: witnesses alone
+        return boost
     band = (crisis.threshold, crisis.full)
     fallback = fallbacks(events)
     blocks: list[tuple[Rows | None, Rows | None]]
@@ -133,10 +131,6 @@ def boost_rows(
         blocks = [(rows, None)]
     else:
         blocks = [(rows, np.flatnonzero(~fallback)), (fallback_rows, np.flatnonzero(fallback))]
-    boost = causal_boost(
-        None, keys, events, threshold=crisis.threshold, full=crisis.full, witness=witness,
-        gate=gate,
-    )  # fmt: skip
     unread = unread_rows(cols, crisis.languages)
     for chosen, columns_ in blocks:
         if chosen is not None and chosen.size == 0:

@@ -234,16 +234,18 @@ class SpaceIndex:
         """Write the snapshot of the loaded agents when they hold at least ``snapshot_records``
         records and the snapshot on disk is missing or behind by more than 2% of the rows
         (after syncing with the store) — of every agent of the space when this handle loaded
-        none but inserted records (at least 2% of ``snapshot_records``, and 100). Returns
+        none but inserted records (at least ``snapshot_records`` of them, and 100). Returns
         whether a snapshot was written. A purge committed meanwhile deletes it again (the
         store's scrub deletes every snapshot too)."""
         path = self.snapshot_path()
         if path is None or self._snapshot_records is None:
             return False
         if not self._agents and self._store.inserted.get(self._space, 0) < max(
-            100, self._snapshot_records // 50
+            100, self._snapshot_records
         ):
-            return False  # read nothing, wrote little: the next reader's sync is cheap
+            # Read nothing and wrote less than a snapshot's worth: the next reader's sync (or
+            # rebuild of a small space) is cheap, and this close needs no load of every agent.
+            return False
         with self._store.snapshot():
             # A handle that only wrote (a bulk load, an import, a simulation's write phase)
             # loads every agent once, here, so the next process opens warm.
