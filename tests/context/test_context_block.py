@@ -128,11 +128,13 @@ def test_the_relevance_cut_holds_in_korean_and_japanese(tmp_path: Path) -> None:
     question's words stay, the others are left out and counted (lexical relevance, no model)."""
     clock = SimClock(T0)
     with Memory.open(tmp_path / "m.db", embedder=None, clock=clock) as mem:
-        for text in ("곡물 창고 앞에서 폭동이 일어났다", "곡물 창고가 비었다", "오늘 정원에 꽃을 심었다",
-                     "穀物倉庫の前で暴動が起きた", "今日は庭に花を植えた"):  # fmt: skip
+        for text in (
+            "곡물 창고 앞에서 폭동이 일어났다", "곡물 창고가 비었다", "오늘 정원에 꽃을 심었다",
+            "穀物倉庫の前で暴動が起きた", "今日は庭に花を植えた",
+        ):  # fmt: skip
             mem.remember(text, agent="ada")
         ko = mem.context("곡물 창고 폭동", k=5, touch=False)
-        assert [e.text for e in ko.evidence][0] == "곡물 창고 앞에서 폭동이 일어났다"
+        assert ko.evidence[0].text == "곡물 창고 앞에서 폭동이 일어났다"
         assert "오늘 정원에 꽃을 심었다" not in [e.text for e in ko.evidence]
         assert ko.omitted_irrelevant >= 1
         ja = mem.context("穀物倉庫の暴動", k=5, touch=False)

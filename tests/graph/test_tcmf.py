@@ -212,6 +212,28 @@ def test_a_change_at_the_same_instant_reaches_the_next_crisis_read(
     assert any(h.breakdown.causal.fallback for h in hits)  # type: ignore[union-attr]
 
 
+def test_another_handles_link_reaches_a_crisis_read_at_the_same_instant(
+    db_path: Path, clock: SimClock
+) -> None:
+    """The reused crisis inputs follow another handle's (another process's) changes: its link
+    moves the space's ``change_seq``, which the next read compares."""
+    with (
+        Memory.open(db_path, embedder=None, clock=clock) as mem,
+        Memory.open(db_path, embedder=None, clock=clock) as other,
+    ):
+        a = mem.add_event("cause", embedding=v(9))
+        b = mem.add_event("crisis", kind="crisis", embedding=v(10))
+        rid = mem.remember("witness", event_id=a.id, embedding=v(4)).id
+
+        def boost() -> float:
+            hits = mem.peek("q", query_embedding=QUESTION, crisis=b.id, explain=True)
+            return next(h.breakdown.causal.boost for h in hits if h.record.id == rid)  # type: ignore[union-attr]
+
+        assert boost() == boost() == 0.0
+        other.link(a.id, b.id)
+        assert boost() == 1.0
+
+
 def test_auto_link_applies_the_threshold_and_the_window(mem: Memory, clock: SimClock) -> None:
     old_close = mem.add_event("long ago, similar", embedding=v(1, (2, 0.3)))
     clock.advance(days=40)
