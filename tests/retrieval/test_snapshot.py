@@ -103,7 +103,7 @@ def _arrays(mem: Memory, agents: list[str]) -> list[AgentArrays]:
 def _same_arrays(a: AgentArrays, b: AgentArrays) -> None:
     n = a.n
     assert (a.agent, n, a.pn) == (b.agent, b.n, b.pn)
-    for name in (*AgentArrays._I64_FIELDS, *AgentArrays._F64_FIELDS, *AgentArrays._OTHER_FIELDS):
+    for name in AgentArrays.COLUMNS:
         if name != "speaker":  # codes into per-array name lists: compared as names below
             np.testing.assert_array_equal(getattr(a, name)[:n], getattr(b, name)[:n], name)
     assert a.emb is not None

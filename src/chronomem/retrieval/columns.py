@@ -12,6 +12,7 @@ from chronomem.arrays import F32, Mask, Rows
 from chronomem.model.record import Kind
 from chronomem.retrieval.codes import KIND_CODES
 from chronomem.retrieval.index import AgentArrays
+from chronomem.retrieval.span import Span, run_start
 
 __all__ = ["GATHER_COST", "Columns", "columns", "visible"]
 
@@ -23,16 +24,39 @@ GATHER_COST = 6
 
 @dataclass(frozen=True, slots=True)
 class Columns:
-    """The loaded agents' columns side by side (views when there is one agent)."""
+    """The loaded agents' columns side by side: views when there is one agent, or when the
+    agents are consecutive members of a space-wide layout (``run``: the span, the first
+    agent's place among its members and its first row; span.py), copies otherwise."""
 
     arrays: list[AgentArrays]
     offsets: Rows
+    run: tuple[Span, int, int] | None = None
+
+    def _laid(self, name: str) -> npt.NDArray[Any] | None:
+        """The span's rows of column ``name`` for these agents, when it holds them."""
+        if self.run is None:
+            return None
+        span, _, first = self.run
+        whole = span.columns.get(name)
+        return None if whole is None else whole[first : first + self.size]
+
+    def _laid_vectors(self, dim: int) -> F32 | None:
+        laid = self._laid("emb")
+        return laid if laid is not None and laid.shape[1] == dim else None
 
     def cat(self, name: str) -> npt.NDArray[Any]:
+        laid = self._laid(name)
+        if laid is not None:
+            return laid
         parts = [getattr(a, name)[: a.n] for a in self.arrays]
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def derived(self, method: str, *args: Any) -> npt.NDArray[Any]:
+        if self.run is not None and method in AgentArrays._KEYS:
+            span, member, first = self.run
+            whole = span.derived(method, self.arrays, member)
+            if whole is not None:
+                return whole[first : first + self.size]
         parts = [getattr(a, method)(*args) for a in self.arrays]
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
@@ -42,6 +66,9 @@ class Columns:
 
     def vectors(self, rows: Rows, dim: int) -> F32:
         """The unit vectors of ``rows`` (zeros where a record has none)."""
+        laid = self._laid_vectors(dim)
+        if laid is not None:
+            return laid[rows]
         out = np.zeros((rows.shape[0], dim), dtype=np.float32)
         for a, at, local in self._runs(rows):
             if a.emb is not None and a.dim == dim:
@@ -65,7 +92,15 @@ class Columns:
         above it; docs/design/relevant-and-fast-reads.md)."""
         dim, width = matrix.shape
         out = np.zeros((self.size if rows is None else rows.shape[0], width), dtype=np.float32)
-        if rows is None:
+        laid = self._laid_vectors(dim)
+        if laid is not None:  # one product over the space-wide rows, or over one gather
+            if rows is None:
+                out[:] = laid @ matrix
+            elif rows.shape[0] * GATHER_COST > laid.shape[0]:
+                out[:] = (laid @ matrix)[rows]
+            else:
+                out[:] = laid[rows] @ matrix
+        elif rows is None:
             for a, start in zip(self.arrays, self.offsets[:-1].tolist(), strict=True):
                 if a.emb is not None and a.dim == dim and a.n:
                     out[start : start + a.n] = a.emb[: a.n] @ matrix
@@ -169,4 +204,4 @@ def visible(
 
 def columns(arrays: list[AgentArrays]) -> Columns:
     sizes = np.fromiter((a.n for a in arrays), dtype=np.intp, count=len(arrays))
-    return Columns(arrays, np.concatenate(([0], np.cumsum(sizes))))
+    return Columns(arrays, np.concatenate(([0], np.cumsum(sizes))), run_start(arrays))

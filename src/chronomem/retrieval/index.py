@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from itertools import compress
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -19,6 +20,9 @@ from chronomem.retrieval.codes import KIND_CODES, KINDS, SENSITIVITY_CODES, STAT
 from chronomem.retrieval.compact import Codes
 from chronomem.stores.base import NEVER, SINCE_EVER, RecordColumns
 from chronomem.text import dedup_key, event_key, number_key, speaker
+
+if TYPE_CHECKING:
+    from chronomem.retrieval.span import Span
 
 __all__ = ["AgentArrays", "Bounds"]
 
@@ -74,11 +78,14 @@ class AgentArrays:
         "sensitivity", "state", "session",
     )  # fmt: skip
 
+    #: every row-aligned column of one value per record (the vectors aside)
+    COLUMNS: ClassVar[tuple[str, ...]] = (*_I64_FIELDS, *_F64_FIELDS, *_OTHER_FIELDS)
+
     def __init__(self, agent: str, dim: int | None, capacity: int = 16) -> None:
         self.agent = agent
         self.n = 0
         self.dim = dim
-        cap = max(capacity, 16)
+        cap = capacity
         for name in self._I64_FIELDS:
             setattr(self, name, np.zeros(cap, dtype=np.int64))
         for name in self._F64_FIELDS:
@@ -124,6 +131,8 @@ class AgentArrays:
         # the codes of each metadata path's values that a filter asked for (filtering.py)
         self.vocabularies: dict[tuple[str, ...], dict[tuple[Any, ...], int]] = {}
         self._bounds: Bounds | None = None
+        #: ``(span, k)`` while this agent is member ``k`` of a space-wide layout (span.py)
+        self.span: tuple[Span, int] | None = None
 
     # typed accessors for the dynamic columns (mypy cannot see setattr)
     pk: npt.NDArray[np.int64]
@@ -165,7 +174,7 @@ class AgentArrays:
         if needed <= cap:
             return
         new_cap = max(needed, cap * 2)
-        for name in (*self._I64_FIELDS, *self._F64_FIELDS, *self._OTHER_FIELDS):
+        for name in self.COLUMNS:
             old = getattr(self, name)
             new = np.zeros(new_cap, dtype=old.dtype)
             new[: self.n] = old[: self.n]
@@ -292,7 +301,7 @@ class AgentArrays:
             return
         keep = np.ones(self.n, dtype=np.bool_)
         keep[drop] = False
-        for name in (*self._I64_FIELDS, *self._F64_FIELDS, *self._OTHER_FIELDS):
+        for name in self.COLUMNS:
             arr = getattr(self, name)
             kept = arr[: self.n][keep]
             arr[: kept.shape[0]] = kept
@@ -318,12 +327,9 @@ class AgentArrays:
             self.pemb[pn : self.pn] = 0.0
             self.powner[:pn] = renumber[owners[kept_passages]]
             self.pn = pn
-        self.texts = [t for t, k in zip(self.texts, keep, strict=True) if k]
-        self.keys = [t for t, k in zip(self.keys, keep, strict=True) if k]
-        self.domains = [d for d, k in zip(self.domains, keep, strict=True) if k]
-        self.event_ids = [e for e, k in zip(self.event_ids, keep, strict=True) if k]
-        self.tags = [t for t, k in zip(self.tags, keep, strict=True) if k]
-        self.metadata = [m for m, k in zip(self.metadata, keep, strict=True) if k]
+        kept_rows = keep.tolist()
+        for name in ("texts", "keys", "domains", "event_ids", "tags", "metadata"):
+            setattr(self, name, list(compress(getattr(self, name), kept_rows)))
         self.n = int(keep.sum())
         self._position = None
         self._derived = {

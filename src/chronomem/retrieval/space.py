@@ -29,6 +29,7 @@ from chronomem.errors import EmbedderMismatchError
 from chronomem.retrieval import snapshot
 from chronomem.retrieval.compact import DEFAULT_COMPACT_RECORDS
 from chronomem.retrieval.index import AgentArrays
+from chronomem.retrieval.span import Span
 from chronomem.stores.base import MemoryStore, RecordColumns
 
 __all__ = ["DEFAULT_SNAPSHOT_RECORDS", "SpaceIndex", "warm"]
@@ -126,6 +127,8 @@ class SpaceIndex:
             for agent in missing:
                 self._agents[agent] = AgentArrays(agent, self._dim)
             self._distribute(cols)
+            if len(missing) > 1:  # a read of them in order then takes their columns whole
+                Span.lay_out([self._agents[a] for a in sorted(missing)])
         self._seen_seq = seq
         out = [self._agents[a] for a in agents]
         unheld = [a for a in out if raw and a.raw is None and a.emb is not None]
@@ -138,7 +141,6 @@ class SpaceIndex:
     def _apply_changes(self) -> None:
         loaded = list(self._agents)
         cols = self._store.load_columns(self._space, loaded, after_seq=self._seen_seq)
-        self._distribute(cols)
         removed: dict[str, list[str]] = {}
         for record_id, agent in self._store.removed_since(self._space, self._seen_seq):
             removed.setdefault(agent, []).append(record_id)
@@ -152,6 +154,9 @@ class SpaceIndex:
             if agent in self._agents:
                 self._agents[agent].remove(ids)
                 self._changed += len(ids)
+        # (after the removals: an agent that lost as many rows as it gained keeps its capacity,
+        # and its place in a span)
+        self._distribute(cols)
 
     def _distribute(self, cols: RecordColumns) -> None:
         if len(cols) == 0:
@@ -249,7 +254,8 @@ class SpaceIndex:
         with self._store.snapshot():
             # A handle that only wrote (a bulk load, an import, a simulation's write phase)
             # loads every agent once, here, so the next process opens warm.
-            held = self.arrays(list(self._agents) or self._store.agents(self._space))
+            # (in the order of a read of every agent: the reopened span serves it)
+            held = self.arrays(sorted(self._agents) or self._store.agents(self._space))
             seq = self._seen_seq
             meta = self._store.embedding_meta()
         total = sum(a.n for a in held)
