@@ -7,9 +7,10 @@ read-only, explain off), the p50 of the same read without a crisis (the two inte
 query), and a per-record Python loop computing the same boost (what CivilizationOS did), checked
 equal to the vectorised boost of every row. Writes ``bench/results/tcmf.{json,md}`` (40 agents)
 or ``bench/results/tcmf_<agents>[_<scope events>].{json,md}``. Targets: crisis read ≤ 2× the
-read without a crisis at 40 agents with 200 scope events, ≤ 1.2× at 400 agents.
+read without a crisis at 40 agents with 200 scope events, ≤ 1.2× at 400 agents. All reads are
+at one instant (a simulation's tick) unless ``--every-instant`` advances the clock before each.
 
-    python bench/tcmf.py [--queries 50] [--agents 40] [--scope-events 20]
+    python bench/tcmf.py [--queries 50] [--agents 40] [--scope-events 20] [--every-instant]
 """
 
 from __future__ import annotations
@@ -137,6 +138,11 @@ def main() -> int:
         default=20,
         help="background events of the crisis's scope (not ancestors)",
     )
+    parser.add_argument(
+        "--every-instant",
+        action="store_true",
+        help="advance the clock a second before each query: no read reuses a crisis's inputs",
+    )
     args = parser.parse_args()
     agents_n = args.agents
     rng = np.random.default_rng(7)
@@ -149,6 +155,8 @@ def main() -> int:
         mem.peek("warm", agents=agents, k=K, query_embedding=queries[0], crisis=crisis)
         crisis_ns, plain_ns = [], []
         for q in queries:
+            if args.every_instant:
+                mem.clock.advance(seconds=1)  # type: ignore[attr-defined]
             t = time.perf_counter_ns()
             hits = mem.peek("q", agents=agents, k=K, query_embedding=q, crisis=crisis)
             crisis_ns.append(time.perf_counter_ns() - t)
@@ -191,7 +199,16 @@ def main() -> int:
     if args.scope_events != 20:
         extra += f" --scope-events {args.scope_events}"
         name = f"tcmf_{agents_n}_{args.scope_events}"
+    if args.every_instant:
+        extra += " --every-instant"
+        name = f"tcmf_{agents_n}_{args.scope_events}_every_instant"
     command = f"python bench/tcmf.py --queries {args.queries}{extra}"
+    when = (
+        "The clock advances a second before each query: every crisis read builds its inputs afresh."
+        if args.every_instant
+        else "All reads at one instant (a simulation's tick): crisis reads after the first reuse "
+        "its inputs and its true ancestors' products."
+    )
     write_results(
         name,
         {"command": command, "machine": info, "result": row},
@@ -199,7 +216,7 @@ def main() -> int:
         f"{args.scope_events} scope events)\n\n"
         f"Command: `{command}` — revision {info['revision']}, {info['date']}, "
         f"{info['cpu_count']} cores (shared), Python {info['python']}, numpy {info['numpy']}. "
-        "The two reads interleaved query by query; compare them within this run only.\n\n"
+        f"The two reads interleaved query by query; compare them within this run only. {when}\n\n"
         "| measure | p50 ms |\n|---|---:|\n"
         f"| crisis recall over {agents_n} agents (top-10, records fetched) | "
         f"{row['crisis_recall_p50_ms']:.2f} |\n"

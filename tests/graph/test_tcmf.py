@@ -234,6 +234,42 @@ def test_another_handles_link_reaches_a_crisis_read_at_the_same_instant(
         assert boost() == 1.0
 
 
+def test_crisis_reads_at_one_instant_reuse_the_ancestors_cosines(
+    db_path: Path, clock: SimClock
+) -> None:
+    """The agents of a simulation asking about one crisis at one tick: the true ancestors'
+    cosines with every row are computed by the first read and kept on the crisis; every read
+    ranks and explains as a handle computing them afresh, and a record written at that instant
+    (the space changed) is associated by the very next read."""
+    rng = np.random.default_rng(3)
+
+    def near(i: int) -> np.ndarray:
+        return v(8 + i) + 0.4 * rng.normal(size=16) / 4
+
+    with Memory.open(db_path, embedder=None, clock=clock) as mem:
+        events = _chain(mem, clock)
+        for citizen in ("ada", "bo", "cy"):
+            for i in range(12):
+                mem.remember(f"{citizen} saw {i}", agent=citizen, embedding=near(i % 4))
+    queries = [rng.normal(size=16) for _ in range(4)]
+    riot = events["riot"].id
+
+    def read(m: Memory, q: np.ndarray, k: int = 8) -> list[tuple[str, float, float]]:
+        hits = m.peek("q", query_embedding=q, crisis=riot, explain=True, k=k)
+        return [(h.record.id, h.score, h.breakdown.causal.association) for h in hits]  # type: ignore[union-attr]
+
+    with Memory.open(db_path, embedder=None, clock=clock) as mem:
+        kept = [read(mem, q) for q in queries]
+        ((_, crisis),) = mem._h.crises.values()
+        assert crisis.ancestry  # the first read computed them; the others took them
+        for q, got in zip(queries, kept, strict=True):
+            with Memory.open(db_path, embedder=None, clock=clock) as fresh:
+                assert read(fresh, q) == got
+        late = mem.remember("dee saw the black market", agent="ada", embedding=v(10)).id
+        lifted = [rid for rid, _, association in read(mem, queries[0], k=50) if association > 0]
+        assert late in lifted
+
+
 def test_auto_link_applies_the_threshold_and_the_window(mem: Memory, clock: SimClock) -> None:
     old_close = mem.add_event("long ago, similar", embedding=v(1, (2, 0.3)))
     clock.advance(days=40)

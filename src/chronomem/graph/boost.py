@@ -24,7 +24,7 @@ from chronomem.arrays import F32, F64, I64, Rows, unit_rows, unit_vector
 
 __all__ = [
     "Association", "Boost", "CausalEvent", "association", "causal_boost", "effective",
-    "event_matrix", "fallbacks", "gated", "raise_by", "witness_boost",
+    "event_matrix", "fallbacks", "gated", "raise_by", "raise_to", "strongest", "witness_boost",
 ]  # fmt: skip
 
 
@@ -161,9 +161,26 @@ def raise_by(
     events ``columns`` (every event when ``None``) — their unit vectors times
     :func:`event_matrix`'s columns; it is modified in place. ``threshold`` must be positive, so
     zero vectors never associate; ``full`` (>= threshold) is the cosine of full association."""
-    if cosines.shape[0] == 0 or cosines.shape[1] == 0:
-        return
+    gate = None if boost.gate is None else boost.gate if rows is None else boost.gate[rows]
+    top, best = strongest(cosines, events, threshold=threshold, full=full, columns=columns,
+                          gate=gate)  # fmt: skip
+    raise_to(boost, top, best, rows)
+
+
+def strongest(
+    cosines: F32,
+    events: list[CausalEvent],
+    *,
+    threshold: float,
+    full: float,
+    columns: Rows | None = None,
+    gate: F64 | None = None,
+) -> tuple[F64, I64]:
+    """Each row's strongest contribution in one block of :func:`raise_by`'s ``cosines``
+    (modified in place) and the event giving it; ``gate``: the block's rows' fallback gates."""
     chosen = np.arange(len(events)) if columns is None else columns
+    if cosines.shape[0] == 0 or cosines.shape[1] == 0:
+        return np.zeros(cosines.shape[0]), np.zeros(cosines.shape[0], dtype=np.int64)
     strength = effective(events)[chosen]
     contribution = cosines
     np.multiply(contribution, contribution >= threshold, out=contribution)
@@ -171,15 +188,20 @@ def raise_by(
     np.minimum(contribution, 1.0, out=contribution)
     contribution *= strength
     fallback = fallbacks(events)[chosen]
-    if boost.gate is not None and fallback.any():
-        gate = (boost.gate if rows is None else boost.gate[rows]).astype(np.float32)
-        contribution[:, fallback] *= gate[:, None]
+    if gate is not None and fallback.any():
+        contribution[:, fallback] *= gate.astype(np.float32)[:, None]
     at = np.argmax(contribution, axis=1)
     top = contribution[np.arange(contribution.shape[0]), at].astype(np.float64)
-    where = np.arange(contribution.shape[0]) if rows is None else rows
+    return top, chosen[at].astype(np.int64)
+
+
+def raise_to(boost: Boost, top: F64, best: I64, rows: Rows | None = None) -> None:
+    """Raise ``boost`` (in place) to ``top`` (given by events ``best``) for ``rows`` (every
+    row when ``None``) where it is larger."""
+    where = np.arange(top.shape[0]) if rows is None else rows
     better = top > boost.value[where]
     boost.value[where[better]] = top[better]
-    boost.best[where[better]] = chosen[at[better]]
+    boost.best[where[better]] = best[better]
 
 
 def association(

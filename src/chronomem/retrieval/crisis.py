@@ -9,7 +9,7 @@ from datetime import datetime
 import numpy as np
 
 from chronomem.analysis.scripts import language_of, reads
-from chronomem.arrays import F64, I64, Rows
+from chronomem.arrays import F32, F64, I64, Rows
 from chronomem.clock import to_micros
 from chronomem.config import CausalConfig
 from chronomem.graph.ancestry import Reach, traverse
@@ -20,11 +20,13 @@ from chronomem.graph.boost import (
     event_matrix,
     fallbacks,
     raise_by,
+    raise_to,
+    strongest,
     witness_boost,
 )
 from chronomem.graph.causal_events import causal_events
 from chronomem.model.event import Event, Link
-from chronomem.retrieval.columns import Columns
+from chronomem.retrieval.columns import GATHER_COST, Columns
 from chronomem.retrieval.languages import unread_rows
 from chronomem.retrieval.query import Crisis
 from chronomem.scoring.score import Scores, fallback_gate, fuse
@@ -136,12 +138,56 @@ def boost_rows(
         if chosen is not None and chosen.size == 0:
             continue
         part = matrix if columns_ is None else np.ascontiguousarray(matrix[:, columns_])
+        if not (fallback if columns_ is None else fallback[columns_]).any():
+            kept = _ancestry(cols, crisis, chosen, part, band, columns_)
+            if kept is not None:
+                top, best = kept
+                raise_to(boost, *((top, best) if chosen is None else (top[chosen], best[chosen])),
+                         chosen)  # fmt: skip
+                continue
         cosines = cols.products(chosen, part, band)
         if unread is not None:  # their cosines are noise: no association
             cosines[unread if chosen is None else unread[chosen]] = 0.0
         raise_by(boost, cosines, events, threshold=crisis.threshold, full=crisis.full,
                  rows=chosen, columns=columns_)  # fmt: skip
     return boost
+
+
+#: Most rows whose strongest true ancestor a crisis keeps for the next read at its instant.
+_KEPT = 1 << 21
+
+
+def _ancestry(
+    cols: Columns,
+    crisis: Crisis,
+    rows: Rows | None,
+    part: F32,
+    band: tuple[float, float],
+    columns: Rows | None,
+) -> tuple[F64, I64] | None:
+    """Every row's strongest true ancestor (contribution, event) — the ancestors' block of
+    :func:`boost_rows`, which no query or gate changes — computed once per crisis and kept on
+    it, so the agents of a simulation asking about one crisis at one tick pay the product once
+    (its cosines are band-exact: the same whichever rows were computed). ``None`` when ``rows``
+    are few (their gather costs less than every row) on the crisis's first read of these agents,
+    or the agents are too large to keep."""
+    key = (tuple(a.agent for a in cols.arrays), cols.size)
+    kept = crisis.ancestry.get(key)
+    if kept is not None:
+        return kept
+    few = rows is not None and rows.shape[0] * GATHER_COST < cols.size
+    if cols.size > _KEPT or (few and key not in crisis.asked):
+        crisis.asked.add(key)  # a second read of these agents at this instant keeps them
+        return None
+    cosines = cols.products(None, part, band)
+    unread = unread_rows(cols, crisis.languages)
+    if unread is not None:  # their cosines are noise: no association
+        cosines[unread] = 0.0
+    kept = strongest(cosines, list(crisis.events), threshold=crisis.threshold, full=crisis.full,
+                     columns=columns)  # fmt: skip
+    crisis.ancestry.clear()
+    crisis.ancestry[key] = kept
+    return kept
 
 
 def fuse_boost(

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
-from chronomem.arrays import F32
+from chronomem.arrays import F32, F64, I64
 from chronomem.config import ScoringConfig
 from chronomem.graph.boost import CausalEvent
 from chronomem.model.event import Event
@@ -72,3 +72,11 @@ class Crisis:
     languages: frozenset[str] | None = None  # what the embedder reads (None: every language)
     #: The events' unit vectors as columns (``graph.boost.event_matrix``), built once per crisis.
     matrix: F32 | None = None
+    #: Every row's strongest true ancestor (contribution, event) for the agents last read,
+    #: kept while this crisis is (reused only at one instant while the space's ``change_seq``
+    #: holds, so the rows and their vectors are the same): ``(agents, rows) → …``, one entry.
+    ancestry: dict[tuple[tuple[str, ...], int], tuple[F64, I64]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    #: The agents it was read over once (``ancestry`` keys).
+    asked: set[tuple[tuple[str, ...], int]] = field(default_factory=set, compare=False, repr=False)
