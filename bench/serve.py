@@ -1,8 +1,10 @@
 """The HTTP service under load, against the engine in the same run (issue 15).
 
-For each store (SQLite; PostgreSQL with ``--postgres``): a store of ``--records`` real dialogue
-turns (LoCoMo, then LongMemEval, with their real all-MiniLM-L6-v2 vectors) served by
-``chronomem serve`` in its own process (the real model loaded once, one torch thread). Then:
+For each store (SQLite; PostgreSQL with ``--postgres``): a store of ``--records`` dialogue turns
+(LoCoMo, then LongMemEval, with their real all-MiniLM-L6-v2 vectors; past the ~17k real turns
+the data holds, the same turns again tagged with a pass number and their vectors jittered, see
+``build``) served by ``chronomem serve`` in its own process (the real model loaded once, one
+thread). Then:
 
 1. **Overhead**: the same questions answered one at a time, read-only (``peek``) and touching
    (``recall``), by the engine in this process and by the service over HTTP — both embedding the
@@ -11,20 +13,24 @@ turns (LoCoMo, then LongMemEval, with their real all-MiniLM-L6-v2 vectors) serve
    (``query_embedding``), which leaves only the HTTP round trip, the JSON and the service's
    scheduling in the difference; p50 each, and the difference. In two orders: one by one, and in
    turns of 20 questions (see ``overhead``).
-2. **Load**: ``--clients`` concurrent asyncio clients for ``--seconds``, each sending recalls
-   (80%) and remembers of new turns (20%); throughput, p50/p99 per verb, errors.
+2. **Load**: for each of ``--clients`` (1, 8, 32) concurrent asyncio clients, ``--seconds``
+   each sending recalls (80%) and remembers of new turns (20%) back to back (the service
+   saturated), then as long again with a pause of mean ``--think`` seconds between requests (agents
+   between model calls); throughput, p50/p95/p99 per verb, errors.
 3. **CLI**: ``chronomem remember`` through ``--server`` in a new process each time, p50 wall time,
    next to a ``chronomem remember`` that opens the store and loads the model itself.
 
 Prints the figures and writes ``bench/results/serve.{json,md}``.
 
-    python bench/serve.py [--seconds 60] [--clients 32] [--records 10000] [--postgres]
+    python bench/serve.py [--seconds 20] [--clients 1 8 32] [--think 1] [--records 100000]
+                          [--postgres]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import random
@@ -41,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -79,14 +86,36 @@ def corpus(n: int) -> tuple[list[str], list[str]]:
     return texts, questions
 
 
-def build(location: str | Path, texts: list[str], embedder: CachedEmbedder) -> None:
-    vectors = embedder.embed(texts, progress=True)
+def build(location: str | Path, texts: list[str], n: int, embedder: CachedEmbedder) -> int:
+    """``n`` records: the real turns with their real vectors, then — when the data holds fewer
+    than ``n`` — the same turns again tagged with a pass number, their vectors jittered
+    (σ = 0.02 per dimension, renormalised), so the scan, the lexical index and the store are as
+    large as ``n`` records'. Returns how many are real."""
+    real = texts[:n]
+    vectors = embedder.embed(real, progress=True)
     embedder.save()
-    items = [{"text": t, "embedding": v} for t, v in zip(texts, vectors, strict=True)]
-    # Opened with the (caching) model, so the store records the model the service will load.
-    with Memory.open(location, embedder=embedder, space=SPACE, passages=False) as mem:
-        for start in range(0, len(items), 2000):
-            mem.remember_many(items[start : start + 2000], agent="memory")
+    rng = np.random.default_rng(15)
+    # (the copies take a middling importance: the scorer would embed each tagged text again)
+    with Memory.open(
+        location, embedder=embedder, space=SPACE, passages=False,
+        synchronous="NORMAL" if isinstance(location, Path) else "FULL",
+    ) as mem:  # fmt: skip
+        for start in range(0, n, 2000):
+            at = np.arange(start, min(n, start + 2000))
+            base = vectors[at % len(real)]
+            extra = at >= len(real)
+            jitter = base + extra[:, None] * rng.normal(scale=0.02, size=base.shape)
+            jitter /= np.linalg.norm(jitter, axis=1, keepdims=True)
+            items = [
+                {"text": real[i], "embedding": v.astype(np.float32)} if i < len(real)
+                else {"text": f"{real[i % len(real)]} (pass {i // len(real)})",
+                      "embedding": v.astype(np.float32), "importance": 5}
+                for i, v in zip(at.tolist(), jitter, strict=True)
+            ]  # fmt: skip
+            stored = sum(r.stored for r in mem.remember_many(items, agent="memory"))
+            if stored != len(items):  # (the write gate takes no near-duplicate here)
+                raise RuntimeError(f"{len(items) - stored} of {len(items)} records not stored")
+    return len(real)
 
 
 def free_port() -> int:
@@ -181,16 +210,25 @@ def overhead(location: str | Path, url: str, questions: list[str], n: int) -> di
 
 
 async def load_test(
-    url: str, questions: list[str], new_texts: list[str], clients: int, seconds: float
+    url: str,
+    questions: list[str],
+    new_texts: Iterator[str],
+    clients: int,
+    seconds: float,
+    think: float | None = None,
 ) -> dict[str, Any]:
+    """``clients`` concurrent clients for ``seconds``, each sending recalls (80%) and remembers
+    of new turns (20%): back to back (``think=None``: the service saturated), or after an
+    exponentially distributed pause of mean ``think`` seconds (agents between model calls)."""
     timings: dict[str, list[float]] = {"recall": [], "remember": []}
     errors: list[str] = []
     stop = time.monotonic() + seconds
-    texts = iter(new_texts)
 
     async def worker(seed: int) -> None:
         pick = random.Random(seed)
         async with AsyncClient(url, space=SPACE, timeout=120) as client:
+            if think is not None:  # the clients start spread over one pause
+                await asyncio.sleep(pick.uniform(0, think))
             while time.monotonic() < stop:
                 verb = "remember" if pick.random() < 0.2 else "recall"
                 start = time.perf_counter()
@@ -198,11 +236,13 @@ async def load_test(
                     if verb == "recall":
                         await client.recall(pick.choice(questions), k=10)
                     else:
-                        await client.remember(next(texts), agent="memory")
+                        await client.remember(next(new_texts), agent="memory")
                 except Exception as exc:  # an error is a result here: count it
                     errors.append(f"{verb}: {type(exc).__name__}: {exc}")
                     continue
                 timings[verb].append(time.perf_counter() - start)
+                if think is not None:
+                    await asyncio.sleep(pick.expovariate(1 / think))
 
     began = time.perf_counter()
     await asyncio.gather(*(worker(i) for i in range(clients)))
@@ -210,13 +250,13 @@ async def load_test(
     done = sum(len(v) for v in timings.values())
     return {
         "clients": clients,
+        "think_s": think,
         "seconds": round(elapsed, 1),
         "requests": done,
         "throughput_rps": done / elapsed,
         "errors": len(errors),
         "error_examples": errors[:5],
-        **{f"{verb}_p50_ms": p(v, 0.5) for verb, v in timings.items()},
-        **{f"{verb}_p99_ms": p(v, 0.99) for verb, v in timings.items()},
+        **{f"{verb}_p{q}_ms": p(v, q / 100) for verb, v in timings.items() for q in (50, 95, 99)},
         **{f"{verb}_count": len(v) for verb, v in timings.items()},
     }
 
@@ -248,15 +288,19 @@ def cli_remember(url: str, location: str | Path, runs: int) -> dict[str, float]:
 
 def run_store(name: str, location: str | Path, args: argparse.Namespace) -> dict[str, Any]:
     texts, questions = corpus(args.records)
-    build(location, texts[: args.records], CachedEmbedder())
-    print(f"[{name}] {args.records} records stored", flush=True)
+    real = build(location, texts, args.records, CachedEmbedder())
+    print(f"[{name}] {args.records} records stored ({real} real turns)", flush=True)
     with service(location) as url:
-        result = {"store": name, "records": args.records}
+        result: dict[str, Any] = {"store": name, "records": args.records, "real_turns": real}
         result["overhead"] = overhead(location, url, questions, args.queries)
         print(f"[{name}] overhead {json.dumps(result['overhead'])}", flush=True)
-        new = texts[args.records :] + [f"note {i}" for i in range(200_000)]
-        result["load"] = asyncio.run(load_test(url, questions, new, args.clients, args.seconds))
-        print(f"[{name}] load {json.dumps(result['load'])}", flush=True)
+        new = (f"note {i}: {texts[i % len(texts)]}" for i in itertools.count())
+        result["load"] = []
+        for clients in args.clients:
+            for think in (None, args.think):
+                ld = asyncio.run(load_test(url, questions, new, clients, args.seconds, think))
+                result["load"].append(ld)
+                print(f"[{name}] load {json.dumps(ld)}", flush=True)
         result["cli"] = cli_remember(url, location, args.cli_runs)
         print(f"[{name}] cli {json.dumps(result['cli'])}", flush=True)
     return result
@@ -264,9 +308,12 @@ def run_store(name: str, location: str | Path, args: argparse.Namespace) -> dict
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=60)
-    parser.add_argument("--clients", type=int, default=32)
-    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--seconds", type=float, default=20, help="per load run")
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument(
+        "--think", type=float, default=1.0, help="mean pause of a paced client, seconds"
+    )
+    parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--cli-runs", type=int, default=10)
     parser.add_argument("--postgres", action="store_true", help="also a throwaway PostgreSQL")
@@ -284,13 +331,17 @@ def main() -> int:
     lines = [
         "# The HTTP service under load",
         "",
-        f"Command: `python bench/serve.py --seconds {args.seconds:g} --clients {args.clients} "
+        f"Command: `python bench/serve.py --seconds {args.seconds:g} --clients "
+        f"{' '.join(map(str, args.clients))} --think {args.think:g} "
         f"--records {args.records}{' --postgres' if args.postgres else ''}` — "
         f"{machine()['revision']}, {datetime.now(UTC):%Y-%m-%d}, {os.cpu_count()} cores shared "
         "by the service, the load generator and the engine (and other jobs on the machine). "
         f"Real all-MiniLM-L6-v2 on the {BACKEND} backend, one thread per model run, in the "
         "service and in the engine measured here; the service runs up to one model run per "
-        "core at once (CHRONOMEM_TORCH_THREADS=1), queries first.",
+        "core at once (CHRONOMEM_TORCH_THREADS=1), queries first. "
+        f"{results[0]['real_turns']:,} real turns with their vectors; the rest of the "
+        f"{args.records:,} records are the same turns again, tagged with a pass number, their "
+        "vectors jittered (σ = 0.02, renormalised): the data holds no more real turns.",
         "",
         "Overhead, one client: the same questions to the engine in this process and to the "
         "service, one by one (each HTTP call after an engine read, whose arrays push the "
@@ -310,17 +361,24 @@ def main() -> int:
             )
     lines += [
         "",
-        "| store | clients | seconds | requests/s | errors | recall p50 / p99 ms | "
-        "remember p50 / p99 ms |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "Load: each client sends recalls (80%, top-10) and remembers of new turns (20%), back "
+        f"to back (*saturated*) or after a pause of mean {args.think:g} s, exponentially "
+        "distributed (*paced*: agents between model calls), for "
+        f"{args.seconds:g} s per row.",
+        "",
+        "| store | clients | mode | requests/s | errors | recall p50 / p95 / p99 ms | "
+        "remember p50 / p95 / p99 ms |",
+        "|---|---:|---|---:|---:|---:|---:|",
     ]
     for r in results:
-        ld = r["load"]
-        lines.append(
-            f"| {r['store']} | {ld['clients']} | {ld['seconds']} | {ld['throughput_rps']:.1f} | "
-            f"{ld['errors']} | {ld['recall_p50_ms']:.1f} / {ld['recall_p99_ms']:.1f} | "
-            f"{ld['remember_p50_ms']:.1f} / {ld['remember_p99_ms']:.1f} |"
-        )
+        for ld in r["load"]:
+            mode = "saturated" if ld["think_s"] is None else f"paced ({ld['think_s']:g} s)"
+            lines.append(
+                f"| {r['store']} | {ld['clients']} | {mode} | {ld['throughput_rps']:.1f} | "
+                f"{ld['errors']} | {ld['recall_p50_ms']:.1f} / {ld['recall_p95_ms']:.1f} / "
+                f"{ld['recall_p99_ms']:.1f} | {ld['remember_p50_ms']:.1f} / "
+                f"{ld['remember_p95_ms']:.1f} / {ld['remember_p99_ms']:.1f} |"
+            )
     lines += [
         "",
         "| store | CLI `remember` through `--server`, p50 s | max s "
