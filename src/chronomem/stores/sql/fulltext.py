@@ -15,7 +15,8 @@ from chronomem.analysis.analyser import default_analyser, missing_segmenters
 from chronomem.arrays import F64, I64
 from chronomem.errors import ConfigError
 from chronomem.stores.base import LexicalMatches
-from chronomem.stores.sql.backend import SQLBackend, marks
+from chronomem.stores.sql.backend import SQLBackend
+from chronomem.stores.sql.postings_cache import PostingsCache
 from chronomem.text import spoken
 
 __all__ = [
@@ -70,33 +71,26 @@ def remove_documents(db: SQLBackend, space: str, where: str, params: Sequence[An
     db._execute(f"DELETE FROM postings WHERE pk IN (SELECT pk FROM records {where})", params)
 
 
-def lexical(db: SQLBackend, space: str, agents: Sequence[str], query: str) -> LexicalMatches:
-    terms = default_analyser().query_terms(query)
-    totals: list[Any] = []
-    df: list[Any] = []
-    rows: list[Any] = []
-    # Terms travel as their position in the query: no strings cross back from the database.
-    which = "CASE term " + " ".join(f"WHEN ? THEN {i}" for i in range(len(terms))) + " END"
-    where = f"space = ? AND term IN ({marks(len(terms))})"
+def lexical(
+    db: SQLBackend, space: str, agents: Sequence[str], query: str, cache: PostingsCache
+) -> LexicalMatches:
+    """BM25 of ``agents``' records matching ``query``'s terms, the postings from ``cache``
+    (nothing kept inside a write transaction: ``writing``)."""
+    terms = list(dict.fromkeys(default_analyser().query_terms(query)))
+    none = LexicalMatches(pk=np.empty(0, np.int64), score=np.empty(0, np.float64))
+    if not terms or not agents:
+        return none
     with db.snapshot():
-        if terms and agents:
-            totals = db._query("SELECT docs, doc_len_sum FROM spaces WHERE space = ?", (space,))
-            df = db._query(
-                f"SELECT {which}, COUNT(*) FROM postings WHERE {where} GROUP BY term",
-                (*terms, space, *terms),
-            )
-            rows = db._query(
-                f"SELECT {which}, pk, tf, dl FROM postings WHERE {where}"
-                f" AND agent IN ({marks(len(agents))})",
-                (*terms, space, *terms, *agents),
-            )
-    if not rows or not totals[0][0]:
-        return LexicalMatches(pk=np.empty(0, np.int64), score=np.empty(0, np.float64))
-    counts = np.zeros(len(terms), dtype=np.float64)
-    for position, count in df:
-        counts[position] = count
-    n_docs, total_len = int(totals[0][0]), int(totals[0][1])
-    return bm25(np.asarray(rows, dtype=np.int64), counts, n_docs, total_len)
+        totals = db._query(
+            "SELECT docs, doc_len_sum, change_seq FROM spaces WHERE space = ?", (space,)
+        )
+        if not totals or not totals[0][0]:
+            return none
+        n_docs, total_len, seq = (int(v) for v in totals[0])
+        postings, df = cache.postings(db, space, terms, agents, seq, keep=not db._writing)
+    if postings.size == 0:
+        return none
+    return bm25(postings, df, n_docs, total_len)
 
 
 def bm25(postings: I64, df: F64, n_docs: int, total_len: int) -> LexicalMatches:

@@ -58,6 +58,7 @@ from chronomem.stores.sql import backend as sqlparts
 from chronomem.stores.sql.backend import Cursor
 from chronomem.stores.sql.metadata import StoreMetadata
 from chronomem.stores.sql.migrations import Migration
+from chronomem.stores.sql.postings_cache import PostingsCache
 from chronomem.stores.sql.service import ServiceStore
 
 __all__ = ["SQLStore", "TransactionState"]
@@ -77,6 +78,7 @@ class TransactionState:
 
     lock: threading.RLock = field(default_factory=threading.RLock)
     in_transaction: bool = False
+    writing: bool = False  # the open transaction is a write
 
 
 class SQLStore(StoreMetadata, ServiceStore):
@@ -97,6 +99,7 @@ class SQLStore(StoreMetadata, ServiceStore):
         self.vector_model: str | None = None
         self._closed = False
         self._wrote = False  # this connection opened a write transaction
+        self._postings = PostingsCache()  # the lexical reads' (sql/postings_cache.py)
 
     # -- what a backend provides -----------------------------------------------------------
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
@@ -234,10 +237,12 @@ class SQLStore(StoreMetadata, ServiceStore):
     def _transaction(self, begin: str, what: str) -> Iterator[None]:
         with self._lock:
             if self._state.in_transaction:
+                self._state.writing |= what == "write"  # a write joining a read makes it one
                 yield
                 return
             self._begin(begin)
             self._state.in_transaction = True
+            self._state.writing = what == "write"
             try:
                 yield
             except BaseException as exc:
@@ -262,7 +267,7 @@ class SQLStore(StoreMetadata, ServiceStore):
                         raise self._translate(exc, what) from exc
                     raise
             finally:
-                self._state.in_transaction = False
+                self._state.in_transaction = self._state.writing = False
 
     @contextmanager
     def write(self) -> Iterator[None]:
@@ -274,6 +279,10 @@ class SQLStore(StoreMetadata, ServiceStore):
         # SQLite's BEGIN IMMEDIATE already holds the file's write lock; in PostgreSQL the row
         # lock that advancing the space's change_seq takes serialises its writers.
         sqlparts.bump(self, space)
+
+    @property
+    def _writing(self) -> bool:
+        return self._state.writing
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -300,6 +309,7 @@ class SQLStore(StoreMetadata, ServiceStore):
     def reindex_full_text(self) -> None:
         """Rebuild every posting and per-space total with this version's analyser."""
         fulltext.reindex(self)
+        self._postings.clear()
 
     def stats(self, space: str) -> dict[str, Any]:
         meta = self.embedding_meta()
@@ -372,7 +382,7 @@ class SQLStore(StoreMetadata, ServiceStore):
         return None  # a server store keeps no file of its own (docs/storage.md)
 
     def lexical(self, space: str, agents: Sequence[str], query: str) -> LexicalMatches:
-        return fulltext.lexical(self, space, agents, query)
+        return fulltext.lexical(self, space, agents, query, self._postings)
 
     # -- lifecycle (sql/lifecycle.py, sql/audit.py) ------------------------------------------
     def close_records(self, space: str, closures: Sequence[Closure]) -> None:

@@ -1,0 +1,219 @@
+"""The postings of recently asked terms, held in memory by a store object (``fulltext.lexical``).
+
+A lexical read used to fetch every posting of its query terms from the database: ~13,000 rows
+for a typical question over 100,000 dialogue turns, 16 ms of the read's 27 (most of it building
+Python tuples). Here a term's postings are fetched once, as arrays, with every agent's rows (its
+document frequency is their count), and kept in step with the store by the space's
+``change_seq``, the same counter the scoring arrays follow (``retrieval/index.py``):
+
+- a deletion since the cached state (a tombstone) or more than ``_DELTA`` changed records drop the
+  space's terms — they are fetched again as they are asked;
+- otherwise the changed records' postings (new records; touched ones already held) are merged
+  into the terms held. A record's postings never change while it exists: its text does not, and
+  re-indexing (``fulltext.reindex``) clears every cache of its store object.
+
+Writers of one space commit in ``change_seq`` order (``backend.bump``), so a read's snapshot
+sees every change up to the counter it reads. Inside a write transaction nothing is kept: the
+counter and rows it sees may still roll back (:meth:`PostingsCache.postings` with ``keep``).
+The cache holds at most ``limit`` postings (20 bytes each), least recently asked terms leaving
+first; a term with more than a quarter of that is fetched for its read and not kept.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from chronomem.arrays import F64, I64
+from chronomem.stores.sql.backend import SQLBackend, marks
+
+__all__ = ["PostingsCache"]
+
+_LIMIT = 1 << 22  # postings held per store object (~80 MB)
+_DELTA = 10_000  # changed records past which catching up costs more than fetching again
+
+
+@dataclass(eq=False, slots=True)
+class _Term:
+    """One term's postings in a space, in pk order: pk, agent (a code of ``_Space.agents``),
+    term frequency, document length."""
+
+    pk: I64
+    agent: npt.NDArray[np.int32]
+    tf: I64
+    dl: I64
+
+    @property
+    def size(self) -> int:
+        return max(int(self.pk.size), 1)  # an absent term is held too, and counts as one
+
+    def merge(self, other: _Term) -> _Term:
+        """These postings and ``other``'s records that are not among them, in pk order."""
+        at = np.searchsorted(self.pk, other.pk)
+        held = np.zeros(other.pk.size, dtype=np.bool_)
+        inside = at < self.pk.size
+        held[inside] = self.pk[at[inside]] == other.pk[inside]
+        if held.all():
+            return self
+        new, where = ~held, at[~held]
+
+        def insert(mine: npt.NDArray[Any], theirs: npt.NDArray[Any]) -> npt.NDArray[Any]:
+            return np.insert(mine, where, theirs[new])
+
+        return _Term(
+            insert(self.pk, other.pk), insert(self.agent, other.agent),
+            insert(self.tf, other.tf), insert(self.dl, other.dl),
+        )  # fmt: skip
+
+
+@dataclass(eq=False, slots=True)
+class _Space:
+    seq: int = -1
+    agents: dict[str, int] = field(default_factory=dict)
+    terms: set[str] = field(default_factory=set)
+
+
+class PostingsCache:
+    """Postings of recently asked terms, per space, for one store object (see the module)."""
+
+    def __init__(self, limit: int = _LIMIT) -> None:
+        self.limit = limit
+        self._spaces: dict[str, _Space] = {}
+        self._terms: OrderedDict[tuple[str, str], _Term] = OrderedDict()
+        self._size = 0
+
+    def clear(self) -> None:
+        self._spaces.clear()
+        self._terms.clear()
+        self._size = 0
+
+    def postings(
+        self,
+        db: SQLBackend,
+        space: str,
+        terms: Sequence[str],
+        agents: Sequence[str],
+        seq: int,
+        *,
+        keep: bool = True,
+    ) -> tuple[I64, F64]:
+        """The postings of ``terms`` (distinct) for ``agents`` — rows of (position in ``terms``,
+        pk, tf, dl) — and each term's document frequency in the space, as of the snapshot whose
+        ``change_seq`` is ``seq`` (call inside it). ``keep=False``: fetched, nothing kept."""
+        state = self._spaces.setdefault(space, _Space()) if keep else _Space()
+        if keep and state.seq != seq:
+            self._catch_up(db, space, state)
+            state.seq = seq
+        held = {t: self._used(space, t) for t in terms if keep and (space, t) in self._terms}
+        fetched = _fetch(db, space, [t for t in terms if t not in held], state.agents)
+        held.update(fetched)
+        for term, postings in fetched.items():
+            if keep and postings.size * 4 <= self.limit:
+                self._hold(space, state, term, postings)
+        df = np.array([held[t].pk.size for t in terms], dtype=np.float64)
+        codes = {state.agents[a] for a in agents if a in state.agents}
+        wanted = np.fromiter(codes, np.int32, len(codes))
+        every = len(codes) == len(state.agents)  # every agent with a posting is asked
+        parts = []
+        for position, term in enumerate(terms):
+            t = held[term]
+            rows = slice(None) if every else np.isin(t.agent, wanted)
+            pk = t.pk[rows]
+            parts.append(np.stack((np.full(pk.size, position), pk, t.tf[rows], t.dl[rows]), 1))
+        return np.concatenate(parts) if parts else np.empty((0, 4), np.int64), df
+
+    def _used(self, space: str, term: str) -> _Term:
+        self._terms.move_to_end((space, term))
+        return self._terms[(space, term)]
+
+    def _hold(self, space: str, state: _Space, term: str, postings: _Term) -> None:
+        self._terms[(space, term)] = postings
+        state.terms.add(term)
+        self._size += postings.size
+        while self._size > self.limit:
+            (other, old), dropped = self._terms.popitem(last=False)
+            self._spaces[other].terms.discard(old)
+            self._size -= dropped.size
+
+    def _drop(self, space: str, state: _Space) -> None:
+        for term in state.terms:
+            self._size -= self._terms.pop((space, term)).size
+        state.terms.clear()
+
+    def _catch_up(self, db: SQLBackend, space: str, state: _Space) -> None:
+        """Bring the space's terms from ``state.seq`` to the snapshot's counter."""
+        if not state.terms:
+            return
+        after = (space, state.seq)
+        changed = db._query(
+            "SELECT COUNT(*) FROM records WHERE space = ? AND change_seq > ?", after
+        )[0][0]
+        gone = db._query(
+            "SELECT 1 FROM tombstones WHERE space = ? AND change_seq > ? LIMIT 1", after
+        )
+        if gone or changed > _DELTA:
+            self._drop(space, state)
+            return
+        if not changed:
+            return
+        rows = db._query(
+            "SELECT p.term, p.pk, p.agent, p.tf, p.dl FROM records r JOIN postings p"
+            " ON p.space = r.space AND p.pk = r.pk WHERE r.space = ? AND r.change_seq > ?",
+            after,
+        )
+        names = sorted(state.terms.intersection(row[0] for row in rows))
+        code = {name: i for i, name in enumerate(names)}
+        held = [(code[row[0]], *row[1:]) for row in rows if row[0] in code]
+        for term, postings in _terms(held, names, state.agents).items():
+            key = (space, term)
+            merged = self._terms[key].merge(postings)
+            self._size += merged.size - self._terms[key].size
+            self._terms[key] = merged
+
+
+def _fetch(
+    db: SQLBackend, space: str, terms: Sequence[str], agents: dict[str, int]
+) -> dict[str, _Term]:
+    """Every posting of ``terms`` in the space (an absent term: empty arrays). Terms travel as
+    their position in ``terms``: no term strings cross back from the database."""
+    if not terms:
+        return {}
+    which = "CASE term " + " ".join(f"WHEN ? THEN {i}" for i in range(len(terms))) + " END"
+    rows = db._query(
+        f"SELECT {which}, pk, agent, tf, dl FROM postings WHERE space = ? AND term IN"
+        f" ({marks(len(terms))})",
+        (*terms, space, *terms),
+    )
+    found = _terms(rows, terms, agents)
+    empty = np.empty(0, np.int64)
+    for term in terms:
+        found.setdefault(term, _Term(empty, np.empty(0, np.int32), empty, empty))
+    return found
+
+
+def _terms(
+    rows: Sequence[Sequence[object]], names: Sequence[str], agents: dict[str, int]
+) -> dict[str, _Term]:
+    """Rows of (position in ``names``, pk, agent, tf, dl) as one :class:`_Term` per term
+    present, agents coded into ``agents`` (codes added for agents not in it yet)."""
+    if not rows:
+        return {}
+    columns = list(zip(*rows, strict=True))
+    which, pk, tf, dl = (np.array(columns[i], np.int64) for i in (0, 1, 3, 4))
+    for name in set(columns[2]):
+        agents.setdefault(name, len(agents))
+    codes = np.fromiter(map(agents.__getitem__, columns[2]), np.int32, len(rows))
+    order = np.lexsort((pk, which))
+    which, pk, codes, tf, dl = which[order], pk[order], codes[order], tf[order], dl[order]
+    bounds = np.searchsorted(which, np.arange(len(names) + 1)).tolist()
+    return {
+        names[i]: _Term(pk[lo:hi].copy(), codes[lo:hi].copy(), tf[lo:hi].copy(), dl[lo:hi].copy())
+        for i, (lo, hi) in enumerate(pairwise(bounds))
+        if hi > lo
+    }

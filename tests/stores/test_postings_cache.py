@@ -1,0 +1,105 @@
+"""The postings a store object keeps for lexical reads (``stores/sql/postings_cache.py``): a
+long-lived handle scores exactly as a handle opened afresh, whatever other handles write, touch
+or delete in between, and nothing a write transaction saw outlives its rollback."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from chronomem import Memory, SimClock
+
+from ..conftest import store_of
+
+WORDS = ["lamp", "oil", "keeper", "storm", "harbour", "bread", "market", "fish", "tide", "rope"]
+AGENTS = ["ana", "ben", "cho"]
+
+
+def _scores(mem: Memory, query: str, agents: list[str]) -> list[tuple[int, float]]:
+    matches = store_of(mem).lexical(mem.space, agents, query)
+    return list(zip(matches.pk.tolist(), matches.score.tolist(), strict=True))
+
+
+def _fresh(location: str | Path, clock: SimClock, query: str, agents: list[str]) -> object:
+    with Memory.open(location, embedder=None, clock=clock) as fresh:
+        return _scores(fresh, query, agents)
+
+
+def test_a_long_lived_handle_scores_as_a_fresh_one(location: str | Path, clock: SimClock) -> None:
+    rng = random.Random(7)
+    kept = Memory.open(location, embedder=None, clock=clock)
+    other = Memory.open(location, embedder=None, clock=clock)
+    ids: list[str] = []
+    try:
+        for step in range(60):
+            clock.advance(minutes=1)
+            op = rng.random()
+            writer = kept if rng.random() < 0.3 else other
+            agent = rng.choice(AGENTS)
+            if op < 0.55 or not ids:  # (the gate takes no near-duplicate: texts are numbered)
+                text = " ".join(rng.choices(WORDS, k=rng.randint(2, 6))) + f" n{step}"
+                ids.append(writer.remember(text, agent=agent).id)
+            elif op < 0.75:
+                writer.recall(rng.choice(WORDS), agent=agent, k=3)  # touches: the counter moves
+            else:
+                writer.forget(ids.pop(rng.randrange(len(ids))), "test")
+            query = " ".join(rng.sample(WORDS, 3))
+            asked = rng.sample(AGENTS, rng.randint(1, 3))
+            assert _scores(kept, query, asked) == _fresh(location, clock, query, asked), step
+        assert store_of(kept)._postings._terms  # the comparisons went through held postings
+    finally:
+        kept.close()
+        other.close()
+
+
+def test_a_small_cache_lets_the_least_recent_terms_go(
+    location: str | Path, clock: SimClock
+) -> None:
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        for i, word in enumerate(WORDS):
+            mem.remember(f"{word} and {WORDS[(i + 1) % len(WORDS)]} {word}", agent="ana")
+        store_of(mem)._postings.limit = 8  # postings: each word is in two records
+        for word in WORDS + WORDS[::-1]:
+            query = f"{word} {WORDS[0]}"
+            assert _scores(mem, query, ["ana"]) == _fresh(location, clock, query, ["ana"])
+        cache = store_of(mem)._postings
+        assert 0 < cache._size <= 8
+        assert len(cache._terms) <= 4
+
+
+def test_what_a_rolled_back_write_saw_is_not_kept(location: str | Path, clock: SimClock) -> None:
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        mem.remember("the lamp is lit", agent="ana")
+        mem.remember("oil for the lamp", agent="ana")
+        before = _scores(mem, "lamp", ["ana"])
+        store = store_of(mem)
+        (pk,) = store._query("SELECT MIN(pk) FROM records")[0]
+        seen = []
+
+        def write_then_fail() -> None:
+            with store.write():
+                store.lock_space(mem.space)  # the counter moves inside the write
+                store._execute(
+                    "INSERT INTO postings (space, term, pk, agent, tf, dl)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (mem.space, "oil", pk, "ana", 3, 9),
+                )
+                seen.append(_scores(mem, "oil", ["ana"]))
+                raise RuntimeError("roll back")
+
+        with pytest.raises(RuntimeError):
+            write_then_fail()
+        assert len(seen[0]) == 2  # the write's own posting was read inside it
+        assert _scores(mem, "lamp", ["ana"]) == before
+        assert _scores(mem, "lamp oil", ["ana"]) == _fresh(location, clock, "lamp oil", ["ana"])
+
+
+def test_reindexing_drops_the_held_postings(location: str | Path, clock: SimClock) -> None:
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        mem.remember("the lamp is lit", agent="ana")
+        assert _scores(mem, "lamp", ["ana"])
+        store_of(mem).reindex_full_text()
+        assert not store_of(mem)._postings._terms
+        assert _scores(mem, "lamp", ["ana"]) == _fresh(location, clock, "lamp", ["ana"])
