@@ -151,7 +151,7 @@ def _columns(rng: np.random.Generator, n: int) -> tuple[np.ndarray, dict[str, ob
 
 
 @pytest.mark.parametrize("preset", ["generative-agents", "tcmf", "default", "current-facts"])
-@pytest.mark.parametrize("variant", ["plain", "masked", "factor", "lexical"])
+@pytest.mark.parametrize("variant", ["plain", "masked", "factor", "lexical", "speaker", "unread"])
 def test_block_bounds_score_only_what_can_reach_the_top_k(preset: str, variant: str) -> None:
     """Scoring the rows the block bounds keep gives the top k of scoring every row exactly."""
     rng = np.random.default_rng(zlib.crc32(f"{preset} {variant}".encode()))
@@ -165,10 +165,13 @@ def test_block_bounds_score_only_what_can_reach_the_top_k(preset: str, variant: 
         extra["mask"] = rng.random(n) < 0.9
     if variant == "factor":
         extra["factor"] = rng.uniform(0.3, 1.0, n)
-    if variant == "lexical":
+    if variant in ("lexical", "speaker", "unread"):
         extra["lexical"] = np.where(rng.random(n) < 0.05, rng.uniform(0.5, 9.0, n), 0.0)
-    # the int8 path scores fusions linear in the cosine: default's floored one never takes it
-    config = replace(PRESETS[preset], dense_floor=0.0)
+    if variant == "speaker":
+        extra["speaker"] = (rng.random(n) < 0.3).astype(np.float64)
+    if variant == "unread":  # rows in a language the model does not read: BM25 alone
+        extra["unread"] = rng.random(n) < 0.2
+    config = PRESETS[preset]  # default's floored fusion (fixed normalisation) included
     exact_dense = (emb @ query).astype(np.float64)
     exact = lambda rows: (emb[rows] @ query).astype(np.float64)  # noqa: E731
     want_scores = score(
@@ -196,7 +199,9 @@ def test_block_bounds_score_only_what_can_reach_the_top_k(preset: str, variant: 
             )
 
 
-def test_a_floored_fusion_is_never_bounded_by_blocks() -> None:
+def test_a_floored_fusion_with_min_max_normalisation_is_never_bounded_by_blocks() -> None:
+    """Min-max ranges make a row's score depend on the others': only fixed normalisation lets
+    a floored fusion score its rows again on their own."""
     rng = np.random.default_rng(7)
     n = 20_000
     emb, cols = _columns(rng, n)
@@ -204,6 +209,55 @@ def test_a_floored_fusion_is_never_bounded_by_blocks() -> None:
     approx, bound = compact.cosines(compact.Codes.of(emb, n), n, query)
     c = Candidates(dense=approx, **{"mask": None, "lexical": None, **cols})  # type: ignore[arg-type]
     exact = lambda rows: (emb[rows] @ query).astype(np.float64)  # noqa: E731
-    assert PRESETS["default"].dense_floor > PRESETS["default"].dense_share
+    config = replace(PRESETS["default"], normalisation=Normalisation.MINMAX)
+    assert config.dense_floor > config.dense_share
+    assert not compact.boundable(config)
     as_of = int(cols["recorded_at"][-1])  # type: ignore[index]
-    assert compact._bounded(c, PRESETS["default"], as_of, bound, exact, 10) is None
+    assert compact._bounded(c, config, as_of, bound, exact, 10) is None
+    assert compact._bounded(c, PRESETS["default"], as_of, bound, exact, 10) is not None
+
+
+def test_default_reads_of_conversations_return_the_float32_scans_hits(tmp_path: Path) -> None:
+    """``default`` (floored hybrid fusion, speaker cue, time prior, versions and the session
+    spread) over the int8 copy: chat turns in English, Korean and Japanese, and prose."""
+    path = tmp_path / "memory.db"
+    clock = SimClock(T0)
+    rng = np.random.default_rng(11)
+    pick = random.Random(11)
+    words = ["lamp", "harbour", "bread", "시장", "등대", "港", "灯台", "storm", "rope", "tide"]
+    centres = rng.normal(size=(8, DIM))
+    with Memory.open(path, embedder=None, clock=clock, passages=False) as mem:
+        for session in range(30):
+            items = []
+            for turn in range(100):
+                speaker = pick.choice(["Ana", "Ben", None])
+                text = " ".join(pick.sample(words, 3)) + f" {session}.{turn}"
+                items.append(
+                    {"text": f"{speaker}: {text}" if speaker else text, "speaker": speaker,
+                     "session": f"s{session}", "kind": "chat" if speaker else "observation",
+                     "importance": pick.randint(1, 10),
+                     "embedding": centres[turn % 8] + rng.normal(size=DIM) * 0.4}
+                )  # fmt: skip
+            mem.remember_many(items, agent="a")
+            clock.advance(days=1)
+    questions = [
+        "What did Ana say about the lamp?", "How many times did Ben mention the harbour?",
+        "When did Ana go to the 시장?", "灯台の話は?", "bread", "what happened yesterday?",
+        "Which storm came before the tide?",
+    ]  # fmt: skip
+    kw = {"embedder": None, "clock": clock, "index_snapshot": 0}
+
+    def reads(mem: Memory) -> list[list[tuple[str, float]]]:
+        out = []
+        for i, question in enumerate(questions * 3):
+            q = centres[i % 8] + np.random.default_rng(i).normal(size=DIM) * 0.3
+            hits = mem.peek(question, agent="a", k=10, preset="default", query_embedding=q)
+            out.append([(h.record.id, h.score) for h in hits])
+        return out
+
+    with (
+        Memory.open(path, compact_vectors=0, **kw) as fast,  # type: ignore[arg-type]
+        Memory.open(path, compact_vectors=None, **kw) as exact,  # type: ignore[arg-type]
+    ):
+        _same(reads(fast), reads(exact))
+        assert fast._h.index._agents["a"].codes is not None  # the int8 scan ran

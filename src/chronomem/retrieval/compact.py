@@ -30,9 +30,8 @@ from chronomem.scoring.components import elapsed_recency
 from chronomem.scoring.score import Candidates, Scores, effective_relevance, score
 
 __all__ = [
-    "DEFAULT_COMPACT_RECORDS", "Codes", "available", "best_scores", "cosines",
-    "linear_in_cosine", "refine",
-    "widen_extremes",
+    "DEFAULT_COMPACT_RECORDS", "Codes", "available", "best_scores", "boundable", "cosines",
+    "dense_slope", "linear_in_cosine", "refine", "widen_extremes",
 ]  # fmt: skip
 
 #: An agent's vectors are scanned in int8 from this many records on (below, the float32
@@ -151,10 +150,8 @@ def refine(scores: Scores, bound: float, exact: Callable[[Rows], F64], k: int) -
     the k-th best lower end get their exact cosine and score; the others cannot overtake them."""
     c, config = scores.candidates, scores.config
     assert c.dense is not None
-    share = {RelevanceMode.DENSE: 1.0, RelevanceMode.LEXICAL: 0.0}.get(
-        scores.relevance_mode, config.dense_share
-    )
-    coef = config.weights.relevance * share * scores.norm_dense.scale
+    coef = config.weights.relevance * dense_slope(config, scores.relevance_mode)
+    coef *= scores.norm_dense.scale
     final = scores.final
     if c.factor is None:  # one width for every row: the k-th best score less twice it
         width = coef * bound
@@ -176,6 +173,14 @@ def refine(scores: Scores, bound: float, exact: Callable[[Rows], F64], k: int) -
         return np.clip(d, 0.0, 1.0) if fixed else d
 
     final = final.copy()
+    if not linear_in_cosine(config):  # (fixed normalisation: a row's score is its own)
+        c.dense[rows] = values
+        again = _subset(c, config, scores.as_of_us, rows)
+        final[rows] = again.final
+        if scores.dense_used is not None and scores.dense_used is not c.dense:
+            assert again.dense_used is not None
+            scores.dense_used[rows] = again.dense_used
+        return replace(scores, final=final)
     step = slope if isinstance(slope, float) else slope[rows]
     final[rows] += step * (used(values) - used(c.dense[rows]))
     c.dense[rows] = values
@@ -192,12 +197,31 @@ def _kth(values: F64, k: int) -> float:
 
 
 def linear_in_cosine(config: ScoringConfig) -> bool:
-    """Whether a score moves with the cosine by a fixed slope per row — what the error bound's
-    rescoring (:func:`refine`) and the block bounds (:func:`_bounded`) rely on. A floored hybrid
-    fusion (``dense_floor`` above ``dense_share``) is not."""
+    """Whether a score moves with the cosine by a fixed slope per row, so :func:`refine` can
+    patch it. A floored hybrid fusion (``dense_floor`` above ``dense_share``) is not: a row's
+    relevance follows the larger of two lines, and its exact score is computed again."""
     return not (
         config.relevance is RelevanceMode.HYBRID and config.dense_floor > config.dense_share
     )
+
+
+def boundable(config: ScoringConfig) -> bool:
+    """Whether a read under ``config`` can rank over the int8 copy's cosines: a score linear in
+    the cosine, or a floored hybrid fusion with fixed normalisation — its relevance
+    ``max(floor · d, share · d + (1 - share) · lexical)`` moves by at most ``max(share,
+    floor)`` per unit of cosine, and each row's score depends on that row alone, so the rows
+    that can reach the top are scored again exactly."""
+    return linear_in_cosine(config) or config.normalisation is Normalisation.FIXED
+
+
+def dense_slope(config: ScoringConfig, mode: RelevanceMode) -> float:
+    """The most a row's relevance moves per unit of (normalised) cosine under relevance
+    ``mode``: the dense share, or under a floored hybrid fusion the floor — which is also the
+    slope of a row matching no query term (its relevance is ``floor · d``)."""
+    share = {RelevanceMode.DENSE: 1.0, RelevanceMode.LEXICAL: 0.0}.get(mode, config.dense_share)
+    if mode is RelevanceMode.HYBRID and config.dense_floor > share:
+        return config.dense_floor
+    return share
 
 
 def best_scores(
@@ -236,7 +260,7 @@ def _bounded(
     block = int(np.clip(n // 256, 64, 1024))
     if config.recency is RecencyMode.ORDINAL or c.boost is not None or share == 0.0:
         return None
-    if not linear_in_cosine(config):  # recall.py never comes here with one
+    if not boundable(config):  # recall.py never comes here with one
         return None
     if n < 8 * block or n < 16 * k:
         return None
@@ -271,7 +295,8 @@ def _bounded(
     ends = np.unique(np.asarray(extremes, dtype=np.intp))
     norms = _subset(c, config, as_of_us, ends, exact)  # the candidates' normalisation maps
     w = config.weights
-    dense_coef = w.relevance * share * norms.norm_dense.scale
+    # (a row matching no query term: its relevance is share · d, or floor · d when floored)
+    dense_coef = w.relevance * dense_slope(config, mode) * norms.norm_dense.scale
     if not dense_coef > 0.0 or not factor > 0.0:
         return None
     rest = w.relevance * share * norms.norm_dense.shift + w.recency * norms.norm_recency(
@@ -314,7 +339,8 @@ def _bounded(
         reach |= lexical > 0.0
     if mask is not None:
         reach &= mask
-    rows = np.union1d(np.flatnonzero(reach), probe)
+    reach[probe] = True
+    rows = np.flatnonzero(reach)  # (sorted, each once: what the subset's scores need)
     if rows.shape[0] > n // 2:
         return None
     # The top k lies among these rows: score them, then refine the ones that can be in it.
@@ -344,7 +370,7 @@ def _subset(
         c, mask=None, importance=c.importance[rows], last_accessed_at=c.last_accessed_at[rows],
         recorded_at=c.recorded_at[rows], ids=c.ids[rows], dense=c.dense[rows],
         lexical=take(c.lexical), factor=take(c.factor), speaker=take(c.speaker), inserted=None,
-        listed_after=None,
+        listed_after=None, unread=take(c.unread),
     )  # fmt: skip
     return score(part, config, as_of_us=as_of_us)
 

@@ -212,7 +212,7 @@ def _compact_exact(
         or chosen is not None
         or c.float64_cosines
         or c.relevance is RelevanceMode.LEXICAL
-        or not compact.linear_in_cosine(c)
+        or not compact.boundable(c)
         or (c.passages and a.pn)
         or a.emb is None
         or a.dim != vector.shape[0]
@@ -305,13 +305,21 @@ def _score(state: ReadState) -> None:
     )  # fmt: skip
     as_of_us = to_micros(q.as_of)
     if state.exact is not None and state.bound is not None:
-        window = 0 if q.config.versions is None else q.config.versions.window
         state.scores = compact.best_scores(
-            candidates, q.config, as_of_us, state.bound, state.exact, max(q.k, window)
+            candidates, q.config, as_of_us, state.bound, state.exact, _exact_rows(q)
         )
     else:
         state.scores = score(candidates, q.config, as_of_us=as_of_us)
     state.episodic = state.scores
+
+
+def _exact_rows(q: Query) -> int:
+    """How many of the best rows a read over the int8 copy must score exactly: its hits and
+    every row the version-aware stages rank (``_versions``, ``_spread``)."""
+    v = q.config.versions
+    if v is None:
+        return q.k
+    return max(q.k, v.window, v.spread_window if v.spread else 0)
 
 
 def _causal(state: ReadState) -> None:
