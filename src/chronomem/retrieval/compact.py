@@ -35,8 +35,8 @@ __all__ = [
 ]  # fmt: skip
 
 #: An agent's vectors are scanned in int8 from this many records on (below, the float32
-#: product is as fast and the bound's bookkeeping costs more than it saves).
-DEFAULT_COMPACT_RECORDS = 200_000
+#: product is about as fast and the bound's bookkeeping costs what it saves).
+DEFAULT_COMPACT_RECORDS = 100_000
 _SLACK = 1e-6  # float32 rounding in the exact products and the scale arithmetic
 _CHUNK = 65_536
 _ONE_US = timedelta(microseconds=1)
