@@ -13,7 +13,8 @@ thread). Then:
    (``query_embedding``), which leaves only the HTTP round trip, the JSON and the service's
    scheduling in the difference; p50 each, and the difference. In two orders: one by one, and in
    turns of 20 questions (see ``overhead``).
-2. **Load**: for each of ``--clients`` (1, 8, 32) concurrent asyncio clients, ``--seconds``
+2. **Load**: for each of ``--readers`` (1, 2: ``chronomem serve --readers``, a service process
+   each) and each of ``--clients`` (1, 8, 32) concurrent asyncio clients, ``--seconds``
    each sending recalls (80%) and remembers of new turns (20%) back to back (the service
    saturated), then as long again with a pause of mean ``--think`` seconds between requests (agents
    between model calls); throughput, p50/p95/p99 per verb, errors.
@@ -23,7 +24,7 @@ thread). Then:
 Prints the figures and writes ``bench/results/serve.{json,md}``.
 
     python bench/serve.py [--seconds 20] [--clients 1 8 32] [--think 1] [--records 100000]
-                          [--postgres]
+                          [--readers 1 2] [--postgres]
 """
 
 from __future__ import annotations
@@ -125,12 +126,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def service(location: str | Path) -> Iterator[str]:
-    """``chronomem serve`` in its own process, with the real model, until the block ends."""
+def service(location: str | Path, readers: int) -> Iterator[str]:
+    """``chronomem serve --readers readers`` in its own process, with the real model, until the
+    block ends; every reader opened before it returns."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "chronomem.cli.main", "serve", "--db", str(location),
-         "--port", str(port), "--preset", "default"],
+         "--port", str(port), "--preset", "default", "--readers", str(readers)],
         env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
@@ -149,10 +151,18 @@ def service(location: str | Path) -> Iterator[str]:
             time.sleep(0.2)
         with Client(url, space=SPACE) as warm:  # load the model before measuring
             warm.peek("warm up", k=1)
+        asyncio.run(_open_readers(url, readers))
         yield url
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+async def _open_readers(url: str, readers: int) -> None:
+    """Reads at once until the service has opened its ``readers`` handles of the space."""
+    async with AsyncClient(url, space=SPACE) as client:
+        for _ in range(3):
+            await asyncio.gather(*(client.peek(f"warm up {i}", k=1) for i in range(4 * readers)))
 
 
 def p(values: list[float], q: float) -> float:
@@ -290,19 +300,23 @@ def run_store(name: str, location: str | Path, args: argparse.Namespace) -> dict
     texts, questions = corpus(args.records)
     real = build(location, texts, args.records, CachedEmbedder())
     print(f"[{name}] {args.records} records stored ({real} real turns)", flush=True)
-    with service(location) as url:
-        result: dict[str, Any] = {"store": name, "records": args.records, "real_turns": real}
-        result["overhead"] = overhead(location, url, questions, args.queries)
-        print(f"[{name}] overhead {json.dumps(result['overhead'])}", flush=True)
-        new = (f"note {i}: {texts[i % len(texts)]}" for i in itertools.count())
-        result["load"] = []
-        for clients in args.clients:
-            for think in (None, args.think):
-                ld = asyncio.run(load_test(url, questions, new, clients, args.seconds, think))
-                result["load"].append(ld)
-                print(f"[{name}] load {json.dumps(ld)}", flush=True)
-        result["cli"] = cli_remember(url, location, args.cli_runs)
-        print(f"[{name}] cli {json.dumps(result['cli'])}", flush=True)
+    result: dict[str, Any] = {"store": name, "records": args.records, "real_turns": real}
+    new = (f"note {i}: {texts[i % len(texts)]}" for i in itertools.count())
+    result["load"] = []
+    for n, readers in enumerate(args.readers):
+        with service(location, readers) as url:
+            if n == 0:
+                result["overhead"] = overhead(location, url, questions, args.queries)
+                print(f"[{name}] overhead {json.dumps(result['overhead'])}", flush=True)
+            for clients in args.clients:
+                for think in (None, args.think):
+                    ld = asyncio.run(load_test(url, questions, new, clients, args.seconds, think))
+                    ld["readers"] = readers
+                    result["load"].append(ld)
+                    print(f"[{name}] load {json.dumps(ld)}", flush=True)
+            if n == 0:
+                result["cli"] = cli_remember(url, location, args.cli_runs)
+                print(f"[{name}] cli {json.dumps(result['cli'])}", flush=True)
     return result
 
 
@@ -317,6 +331,9 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--cli-runs", type=int, default=10)
     parser.add_argument("--postgres", action="store_true", help="also a throwaway PostgreSQL")
+    parser.add_argument(
+        "--readers", type=int, nargs="+", default=[1, 2], help="serve --readers, one run each"
+    )
     args = parser.parse_args()
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="chronomem-serve-") as tmp:
@@ -333,7 +350,8 @@ def main() -> int:
         "",
         f"Command: `python bench/serve.py --seconds {args.seconds:g} --clients "
         f"{' '.join(map(str, args.clients))} --think {args.think:g} "
-        f"--records {args.records}{' --postgres' if args.postgres else ''}` — "
+        f"--records {args.records} --readers {' '.join(map(str, args.readers))}"
+        f"{' --postgres' if args.postgres else ''}` — "
         f"{machine()['revision']}, {datetime.now(UTC):%Y-%m-%d}, {os.cpu_count()} cores shared "
         "by the service, the load generator and the engine (and other jobs on the machine). "
         f"Real all-MiniLM-L6-v2 on the {BACKEND} backend, one thread per model run, in the "
@@ -364,17 +382,19 @@ def main() -> int:
         "Load: each client sends recalls (80%, top-10) and remembers of new turns (20%), back "
         f"to back (*saturated*) or after a pause of mean {args.think:g} s, exponentially "
         "distributed (*paced*: agents between model calls), for "
-        f"{args.seconds:g} s per row.",
+        f"{args.seconds:g} s per row, against `chronomem serve --readers N` (N handles of the "
+        "space may read at once; 1: one at a time).",
         "",
-        "| store | clients | mode | requests/s | errors | recall p50 / p95 / p99 ms | "
+        "| store | readers | clients | mode | requests/s | errors | recall p50 / p95 / p99 ms | "
         "remember p50 / p95 / p99 ms |",
-        "|---|---:|---|---:|---:|---:|---:|",
+        "|---|---:|---:|---|---:|---:|---:|---:|",
     ]
     for r in results:
         for ld in r["load"]:
             mode = "saturated" if ld["think_s"] is None else f"paced ({ld['think_s']:g} s)"
             lines.append(
-                f"| {r['store']} | {ld['clients']} | {mode} | {ld['throughput_rps']:.1f} | "
+                f"| {r['store']} | {ld['readers']} | {ld['clients']} | {mode} | "
+                f"{ld['throughput_rps']:.1f} | "
                 f"{ld['errors']} | {ld['recall_p50_ms']:.1f} / {ld['recall_p95_ms']:.1f} / "
                 f"{ld['recall_p99_ms']:.1f} | {ld['remember_p50_ms']:.1f} / "
                 f"{ld['remember_p95_ms']:.1f} / {ld['remember_p99_ms']:.1f} |"

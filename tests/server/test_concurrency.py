@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
 from chronomem import Memory, SimClock
 from chronomem.client import Client
@@ -58,8 +59,9 @@ def _hits(hits: Any) -> list[tuple[str, str, float]]:
     return [(h.record.id, h.record.text, h.score) for h in hits]
 
 
+@pytest.mark.parametrize("readers", [1, 3])
 def test_concurrent_requests_give_what_serial_execution_gives(
-    fresh: Callable[[], str | Path],
+    fresh: Callable[[], str | Path], readers: int
 ) -> None:
     t1 = T0 + timedelta(hours=1)
     # The serial reference: the same writes, one at a time, by the engine.
@@ -75,7 +77,10 @@ def test_concurrent_requests_give_what_serial_execution_gives(
     location = fresh()
     shared = SharedEmbedder(SlowEmbedder(dim=16), runs=2)
     with (
-        running(location, embedder=shared, preset="generative-agents") as (url, _),
+        running(location, embedder=shared, preset="generative-agents", readers=readers) as (
+            url,
+            spaces,
+        ),
         Client(url, space="town") as client,
     ):
         client.set_clock(T0)
@@ -112,6 +117,8 @@ def test_concurrent_requests_give_what_serial_execution_gives(
         assert latest
         for record in seeds:
             assert record.last_accessed_at == latest.get(record.id, T0), record.text
+        if readers > 1:  # the reads ran on several handles of the space
+            assert spaces.readers_open("town") > 1
     # Every write stored once, with the vectors, passages and importance a serial run gives it.
     assert _stored(location) == _stored(reference)
 

@@ -369,6 +369,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-body-mb", type=float, default=16.0, help="largest request body (default 16 MB)"
     )
+    p.add_argument(
+        "--readers",
+        type=int,
+        default=None,
+        help="reads of one space that run at once, each on its own handle with its own copy of "
+        "the space's index (default: the cores, at most 4)",
+    )
     p.set_defaults(func=service.serve_command)
 
     keys = sub.add_parser("keys", help="API keys of the HTTP service (stored hashed in the store)")

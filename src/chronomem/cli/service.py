@@ -38,6 +38,7 @@ def serve_command(args: argparse.Namespace, cfg: Settings) -> int:
             preset=args.preset,
             llm=llm,
             max_body_bytes=int(args.max_body_mb * (1 << 20)),
+            readers=min(4, os.cpu_count() or 1) if args.readers is None else args.readers,
             # As many model runs at once as the cores hold at CHRONOMEM_TORCH_THREADS each.
             embedder_runs=max(1, (os.cpu_count() or 1) // cfg.torch_threads)
             if cfg.torch_threads

@@ -25,6 +25,7 @@ class ServeSettings:
     max_body_bytes: int = 16 << 20
     log_level: str = "info"
     embedder_runs: int = 1
+    readers: int = 1  # handles per space that may read at once (``Spaces.reader``)
 
 
 def serve(settings: ServeSettings) -> int:
@@ -45,8 +46,9 @@ def serve(settings: ServeSettings) -> int:
         else SharedEmbedder(settings.embedder, runs=settings.embedder_runs)
     )
     spaces = Spaces(
-        location=settings.db, embedder=embedder, preset=settings.preset, llm=settings.llm
-    )
+        location=settings.db, embedder=embedder, preset=settings.preset, llm=settings.llm,
+        readers=settings.readers,
+    )  # fmt: skip
     try:
         loopback = is_loopback(settings.host)
         keyed = any(k.is_active for k in spaces.admin.api_keys())

@@ -1,15 +1,19 @@
-"""One :class:`~chronomem.Memory` per space, opened on first use and kept for the life of the
-server; one embedder (the model loaded once per process) shared by all of them; each space's
-clock is the store's (:class:`~chronomem.stores.clock.StoreClock`), so every process serving the
-store agrees on a simulated instant."""
+"""The server's handles: one :class:`~chronomem.Memory` per space, opened on first use and kept for
+the life of the server, and up to ``readers`` handles per space for the read verbs (a read waits
+for another read only when every reader is busy); one embedder (the model loaded once per
+process) shared by all of them; each space's clock is the store's
+(:class:`~chronomem.stores.clock.StoreClock`), so every process serving the store agrees on a
+simulated instant."""
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from chronomem.arrays import F32
@@ -24,6 +28,8 @@ from chronomem.stores.base import MemoryStore
 from chronomem.stores.clock import StoreClock
 
 __all__ = ["SharedEmbedder", "Spaces"]
+
+_log = logging.getLogger(__name__)
 
 
 class SharedEmbedder:
@@ -71,20 +77,49 @@ class SharedEmbedder:
                 self._turn.notify_all()
 
 
+@dataclass(slots=True, eq=False)
+class _Reader:
+    memory: Memory
+    primary: bool  # the space's handle for every verb (reads go there last on ties)
+    reads: int = 0  # reads running on it
+    retired: bool = False  # closed when its last read ends (``Spaces.renew``)
+
+    def done(self) -> bool:
+        """Whether it is a retired extra handle that nothing uses any more (under the lock)."""
+        return self.retired and not self.primary and self.reads == 0
+
+
+@dataclass(slots=True, eq=False)
+class _Readers:
+    """A space's read handles and what runs on each."""
+
+    members: list[_Reader]
+    opening: int = 0  # handles being opened (outside the lock)
+
+    def least_busy(self) -> _Reader:
+        return min(self.members, key=lambda r: (r.reads, r.primary))
+
+
 @dataclass(slots=True, kw_only=True)
 class Spaces:
-    """The server's handles. ``admin`` is the store connection for keys, clocks and health."""
+    """The server's handles. ``admin`` is the store connection for keys, clocks and health.
+    ``readers``: how many handles of a space may run reads at once (:meth:`reader`); each holds
+    its own copy of the space's in-memory index."""
 
     location: str | os.PathLike[str]
     embedder: Embedder | None
     preset: str | ScoringConfig = "default"
     llm: LLMClient | None = None
     reflection: ReflectionConfig | None = None
+    readers: int = 1
     admin: MemoryStore = field(init=False)
     _open: dict[str, Memory] = field(default_factory=dict, init=False)
+    _readers: dict[str, _Readers] = field(default_factory=dict, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
+        if self.readers < 1:
+            raise ConfigError(f"readers must be >= 1; got {self.readers}")
         self.admin = open_store(self.location)
 
     def memory(self, space: str) -> Memory:
@@ -93,24 +128,97 @@ class Spaces:
         with self._lock:
             found = self._open.get(space)
             if found is None:
-                store = open_store(self.location)
-                try:
-                    found = Memory.open(
-                        store, embedder=self.embedder, clock=StoreClock(store, space),
-                        preset=self.preset, space=space, llm=self.llm,
-                        reflection=self.reflection,
-                    )  # fmt: skip
-                except BaseException:
-                    store.close()
-                    raise
-                self._open[space] = found
+                found = self._open[space] = self._handle(space)
             return found
+
+    def _handle(self, space: str) -> Memory:
+        store = open_store(self.location)
+        try:
+            return Memory.open(
+                store, embedder=self.embedder, clock=StoreClock(store, space),
+                preset=self.preset, space=space, llm=self.llm, reflection=self.reflection,
+            )  # fmt: skip
+        except BaseException:
+            store.close()
+            raise
+
+    @contextmanager
+    def reader(self, space: str) -> Iterator[Memory]:
+        """A handle of the space for a read: the one with the fewest reads running (on ties not
+        the space's main handle, which also serves every write), or a new one while every handle
+        is busy and there are fewer than ``readers``. Each handle brings its index up to date with
+        the store before it reads (as a second process would), so a read sees every write
+        acknowledged before it began, whichever handle made it."""
+        primary = self.memory(space)
+        with self._lock:
+            pool = self._readers.get(space)
+            if pool is None:
+                pool = self._readers[space] = _Readers([_Reader(primary, primary=True)])
+            least = pool.least_busy()
+            grow = least.reads > 0 and len(pool.members) + pool.opening < self.readers
+            if grow:
+                pool.opening += 1
+            else:
+                least.reads += 1
+        chosen = self._grow(space, pool) if grow else least
+        try:
+            yield chosen.memory
+        finally:
+            with self._lock:
+                chosen.reads -= 1
+                done = chosen.done()
+            if done:
+                chosen.memory.close()
+
+    def _grow(self, space: str, pool: _Readers) -> _Reader:
+        """A new read handle for ``space`` (opened outside the lock: it loads the index), counted
+        as busy; the least busy existing one if it cannot be opened."""
+        try:
+            added: _Reader | None = _Reader(self._handle(space), primary=False)
+        except Exception as exc:  # a reader is an optimisation: the open ones serve
+            _log.warning("could not open another reader of space %r: %s", space, exc)
+            added = None
+        with self._lock:
+            pool.opening -= 1
+            if added is not None and self._readers.get(space) is pool:
+                pool.members.append(added)
+                chosen = added
+            else:
+                chosen = pool.least_busy()
+            chosen.reads += 1
+        if added is not None and added is not chosen:  # the pool was renewed meanwhile
+            added.memory.close()
+        return chosen
+
+    def readers_open(self, space: str) -> int:
+        """How many handles of ``space`` serve reads now (0: none read yet)."""
+        with self._lock:
+            pool = self._readers.get(space)
+            return 0 if pool is None else len(pool.members)
+
+    def renew(self) -> None:
+        """Close every space's extra read handles (after ``calibrate``, which changes the
+        store's thresholds a handle read when it opened): the next reads open new ones. Reads
+        running on them finish first."""
+        with self._lock:
+            members = [m for pool in self._readers.values() for m in pool.members]
+            self._readers.clear()
+            for member in members:
+                member.retired = True
+            idle = [m for m in members if m.done()]
+        for member in idle:
+            member.memory.close()
 
     def clock(self, space: str) -> StoreClock:
         return StoreClock(self.admin, require_text(space, "space"))
 
     def close(self) -> None:
         with self._lock:
+            for pool in self._readers.values():
+                for member in pool.members:
+                    if not member.primary:
+                        member.memory.close()
+            self._readers.clear()
             for memory in self._open.values():
                 memory.close()
             self._open.clear()

@@ -130,7 +130,9 @@ def register(v1: APIRouter, service: Service) -> None:
     @v1.post("/calibrate", tags=["records"])
     def calibrate(space: str, auth: Credentials) -> Calibration:
         service.allow(auth, space, Scope.ADMIN)
-        return service.memory(space).calibrate()
+        measured = service.memory(space).calibrate()
+        service.spaces.renew()  # the read handles load the new thresholds
+        return measured
 
     @v1.post("/scrub", tags=["records"])
     def scrub(space: str, auth: Credentials) -> ScrubResult:

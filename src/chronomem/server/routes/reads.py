@@ -22,17 +22,15 @@ def recall_hits(service: Service, space: str, body: wire.RecallIn, key: str | No
     writes = body.touch or body.refresh_ttl
     caller = service.gate.caller(key, space, Scope.WRITE if writes else Scope.READ)
     options = ReadOptions.from_arguments({**body.model_dump(), "actor": caller.actor})
-    return service.memory(space).recall(
-        body.query, options=options, query_embedding=body.query_embedding
-    )
+    with service.reader(space) as memory:
+        return memory.recall(body.query, options=options, query_embedding=body.query_embedding)
 
 
 def peek_hits(service: Service, space: str, body: wire.PeekIn, key: str | None) -> list[Hit]:
     caller = service.gate.caller(key, space, Scope.WRITE if body.refresh_ttl else Scope.READ)
     options = ReadOptions.from_arguments({**body.model_dump(), "actor": caller.actor})
-    return service.memory(space).peek(
-        body.query, options=options, query_embedding=body.query_embedding
-    )
+    with service.reader(space) as memory:
+        return memory.peek(body.query, options=options, query_embedding=body.query_embedding)
 
 
 def register(v1: APIRouter, service: Service) -> None:
@@ -52,14 +50,16 @@ def register(v1: APIRouter, service: Service) -> None:
         writes = body.touch or body.refresh_ttl
         caller = service.allow(auth, space, Scope.WRITE if writes else Scope.READ)
         options = ReadOptions.from_arguments({**body.model_dump(), "actor": caller.actor})
-        return service.memory(space).recall_many(
-            body.queries, options=options, query_embeddings=body.query_embeddings
-        )
+        with service.reader(space) as memory:
+            return memory.recall_many(
+                body.queries, options=options, query_embeddings=body.query_embeddings
+            )
 
     @v1.post("/context", tags=["reads"])
     def context(space: str, body: wire.ContextIn, auth: Credentials) -> ContextBlock:
         service.allow(auth, space, Scope.WRITE if body.touch else Scope.READ)
-        return service.memory(space).context(**body.model_dump())
+        with service.reader(space) as memory:
+            return memory.context(**body.model_dump())
 
     @v1.get("/agents", tags=["reads"])
     def agents(space: str, auth: Credentials) -> list[str]:

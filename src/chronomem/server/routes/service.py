@@ -8,6 +8,7 @@ import inspect
 import json
 import typing
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
@@ -42,6 +43,10 @@ class Service:
 
     def memory(self, space: str) -> Memory:
         return self.spaces.memory(space)
+
+    def reader(self, space: str) -> AbstractContextManager[Memory]:
+        """A handle of the space for a read verb (``Spaces.reader``)."""
+        return self.spaces.reader(space)
 
 
 def token(auth: HTTPAuthorizationCredentials | None) -> str | None:

@@ -1,0 +1,140 @@
+"""Reads of one space on several handles (``Spaces.reader``, docs/http.md "Concurrency"): a read
+does not wait for another read while a reader is free, every handle answers with every write
+acknowledged before the read began, touches made through one are seen through the others, and
+renewed or closed readers release their stores."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from chronomem.client import Client
+from chronomem.errors import ConfigError
+from chronomem.server.spaces import Spaces
+
+from ..conftest import FixedEmbedder
+from .service import running
+
+
+class HeldEmbedder(FixedEmbedder):
+    """Not thread-safe (so the engine embeds a query under its handle's lock): a call that
+    embeds ``held`` blocks, holding that handle, until ``release`` is set."""
+
+    thread_safe = False
+
+    def __init__(self, held: str) -> None:
+        super().__init__(dim=8)
+        self.held = held
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> npt.NDArray[np.float32]:
+        if self.held in texts:
+            self.entered.set()
+            assert self.release.wait(30)
+        return super().embed(texts)
+
+
+@pytest.mark.parametrize("readers", [1, 2])
+def test_a_read_waits_for_another_read_only_when_every_reader_is_busy(
+    tmp_path: Path, readers: int
+) -> None:
+    embedder = HeldEmbedder("the slow question")
+    with (
+        running(tmp_path / "m.db", embedder=embedder, readers=readers) as (url, _),
+        Client(url, space="town") as client,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        client.remember("the lamp is lit", agent="keeper")
+        slow = pool.submit(client.peek, "the slow question", k=3)
+        assert embedder.entered.wait(10)
+        fast = pool.submit(client.peek, "lamp", k=3)
+        try:
+            if readers == 1:  # one handle: the second read queues behind the first one's lock
+                with pytest.raises(TimeoutError):
+                    fast.result(timeout=0.5)
+            else:
+                assert [h.record.text for h in fast.result(timeout=10)] == ["the lamp is lit"]
+                assert not slow.done()
+        finally:
+            embedder.release.set()
+        assert [h.record.text for h in slow.result(timeout=10)] == ["the lamp is lit"]
+        assert [h.record.text for h in fast.result(timeout=10)] == ["the lamp is lit"]
+
+
+def test_every_reader_sees_every_acknowledged_write_and_touch(
+    fresh: Callable[[], str | Path],
+) -> None:
+    spaces = Spaces(location=fresh(), embedder=FixedEmbedder(dim=8), readers=3)
+    try:
+        spaces.memory("town").remember("the lamp is lit", agent="keeper")
+        with (
+            spaces.reader("town") as first,
+            spaces.reader("town") as second,
+            spaces.reader("town") as third,
+        ):
+            assert first is spaces.memory("town")  # the main handle first, then new ones
+            assert len({id(first), id(second), id(third)}) == 3
+            for handle in (first, second, third):  # each has loaded the space
+                assert [h.record.text for h in handle.peek("lamp", k=5)] == ["the lamp is lit"]
+            wrote = spaces.memory("town").remember("the ferry left late", agent="keeper")
+            assert wrote.id is not None
+            for handle in (second, third):
+                assert wrote.id in {h.record.id for h in handle.peek("ferry", k=5)}
+            before = second.recall("ferry", k=1)[0].record  # a hit shows the record as read
+            touched = second.get(before.id).last_accessed_at
+            assert touched is not None
+            assert touched > before.last_accessed_at
+            for handle in (first, third):
+                assert handle.get(before.id).last_accessed_at == touched
+                assert handle.peek("ferry", k=1)[0].record.last_accessed_at == touched
+    finally:
+        spaces.close()
+
+
+def test_reads_go_to_the_least_busy_reader_and_never_beyond_the_limit(tmp_path: Path) -> None:
+    spaces = Spaces(location=tmp_path / "m.db", embedder=FixedEmbedder(dim=8), readers=2)
+    try:
+        spaces.memory("town").remember("the lamp is lit", agent="keeper")
+        with spaces.reader("town") as a:
+            with spaces.reader("town") as b:
+                assert a is not b
+                with spaces.reader("town") as c:  # both busy, at the limit: shares one
+                    assert c in (a, b)
+            with spaces.reader("town") as d:  # the idle extra reader, not the busy main one
+                assert d is b
+        with spaces.reader("town") as e:  # all idle: an extra one (the main one also writes)
+            assert e is b
+    finally:
+        spaces.close()
+
+
+def test_renewed_readers_close_once_their_reads_end(tmp_path: Path) -> None:
+    spaces = Spaces(location=tmp_path / "m.db", embedder=FixedEmbedder(dim=8), readers=2)
+    try:
+        main = spaces.memory("town")
+        main.remember("the lamp is lit", agent="keeper")
+        with spaces.reader("town"), spaces.reader("town") as extra:
+            spaces.renew()
+            assert extra.peek("lamp", k=1)  # a read running on it finishes on it
+        with pytest.raises(Exception, match="closed"):
+            extra.peek("lamp", k=1)
+        assert main.peek("lamp", k=1)  # the main handle stays
+        with spaces.reader("town"), spaces.reader("town") as renewed:
+            assert renewed is not extra
+            assert renewed.peek("lamp", k=1)
+    finally:
+        spaces.close()
+    with pytest.raises(Exception, match="closed"):
+        renewed.peek("lamp", k=1)
+
+
+def test_readers_must_be_positive(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="readers"):
+        Spaces(location=tmp_path / "m.db", embedder=None, readers=0)
