@@ -15,7 +15,7 @@ export HF_HUB_OFFLINE := 1
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet $(TORCH) -e '.[embeddings,onnx,postgres,fast,serve,client,mcp,langgraph,languages,dev]'
+	$(PY) -m pip install --quiet $(TORCH) -e '.[embeddings,onnx,postgres,fast,serve,client,mcp,langgraph,languages,observe,dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)

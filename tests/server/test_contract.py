@@ -2,13 +2,16 @@
 ``Memory``, runs unchanged over ``Client`` and ``AsyncClient`` against a real service, on SQLite
 and PostgreSQL, and everything it gives back is identical — the exported archive (every record
 with every field and vector, events, links, trigger sums, the audit log) and the rankings, scores
-and explanations of every read. Only the audit's actor differs by design: the service records
-the caller's key (here the local user of a server without keys), never a name the client sends."""
+and explanations of every read. Only the audit's actor and request id differ by design: the
+service records the caller's key (here the local user of a server without keys), never a name
+the client sends, and the id of the request that made each entry (``detail.request_id``, absent
+from the engine's)."""
 
 from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,11 +35,14 @@ class _SeededSecrets:
         return self._random.getrandbits(k)
 
 
-def _archive(path: Path) -> list[dict[str, Any]]:
+def _archive(path: Path, *, over_http: bool) -> list[dict[str, Any]]:
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     for line in lines:
         if line.get("type") == "audit":
             line["actor"] = "*"
+            request = line["detail"].pop("request_id", None)
+            assert (request is not None) == over_http, line
+            assert request is None or re.fullmatch("[0-9a-f]{32}", request), request
     return lines
 
 
@@ -44,7 +50,8 @@ def _scenario(mem: Any, clock: Any, archive: Path) -> dict[str, Any]:
     populate(mem, clock)
     crisis = populate_graph(mem, clock)
     mem.export(archive)
-    return {"archive": _archive(archive), **reads(mem, clock.now(), crisis)}
+    over_http = not isinstance(mem, Memory)
+    return {"archive": _archive(archive, over_http=over_http), **reads(mem, clock.now(), crisis)}
 
 
 def _on_memory(location: str | Path, tmp_path: Path, mp: pytest.MonkeyPatch) -> dict[str, Any]:

@@ -376,6 +376,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="reads of one space that run at once, each on its own handle with its own copy of "
         "the space's index (default: the cores, at most 4)",
     )
+    p.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="json: one JSON object per line, a line per request with its id (default text)",
+    )
     p.set_defaults(func=service.serve_command)
 
     keys = sub.add_parser("keys", help="API keys of the HTTP service (stored hashed in the store)")

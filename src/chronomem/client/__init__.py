@@ -18,7 +18,7 @@ refused key :class:`~chronomem.AccessDeniedError`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Generic, ParamSpec, Self, TypeVar, overload
 from urllib.parse import quote
@@ -30,6 +30,7 @@ from chronomem.checks import require_text
 from chronomem.client import calls, graph, operations
 from chronomem.client.calls import Call, ClockReading
 from chronomem.errors import AccessDeniedError, ChronomemError, ServiceError
+from chronomem.telemetry.requests import REQUEST_ID
 
 __all__ = ["AsyncClient", "Client", "ClockReading", "RemoteClock", "Verb"]
 
@@ -140,10 +141,12 @@ class _Verbs:
     _space: str
     _headers: dict[str, str]
 
-    def _setup(self, url: str, key: str | None, space: str) -> None:
+    def _setup(
+        self, url: str, key: str | None, space: str, headers: Mapping[str, str] | None
+    ) -> None:
         self._space = require_text(space, "space")
         self._base = url.rstrip("/")
-        self._headers = {"Accept": "application/json"}
+        self._headers = {"Accept": "application/json", **(headers or {})}
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
 
@@ -163,8 +166,15 @@ class _Verbs:
             "json": call.body,
             "params": call.params,
             "content": call.content,
-            "headers": self._headers,
+            "headers": self._named(self._headers),
         }
+
+    @staticmethod
+    def _named(headers: dict[str, str]) -> dict[str, str]:
+        """``headers``, with ``X-Request-Id`` when the caller names its requests
+        (:func:`chronomem.telemetry.request_id`)."""
+        request = REQUEST_ID.get()
+        return headers if request is None else {**headers, "X-Request-Id": request}
 
 
 def _answer(call: Call[T], response: httpx.Response) -> T:
@@ -217,6 +227,8 @@ class Client(_Verbs):
         space: the space every call addresses.
         timeout: seconds per request.
         transport: an ``httpx`` transport (tests, proxies).
+        headers: sent with every request (a proxy's token). A request made inside
+            :func:`chronomem.telemetry.request_id` also sends ``X-Request-Id``.
     """
 
     def __init__(
@@ -227,8 +239,9 @@ class Client(_Verbs):
         space: str = "default",
         timeout: float = 60.0,
         transport: httpx.BaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
-        self._setup(url, key, space)
+        self._setup(url, key, space, headers)
         self._http = httpx.Client(timeout=timeout, transport=transport)
 
     def send(self, call: Call[T]) -> T:
@@ -265,8 +278,9 @@ class AsyncClient(_Verbs):
         space: str = "default",
         timeout: float = 60.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
-        self._setup(url, key, space)
+        self._setup(url, key, space, headers)
         self._http = httpx.AsyncClient(timeout=timeout, transport=transport)
 
     async def send(self, call: Call[T]) -> T:

@@ -53,12 +53,14 @@ from chronomem.model.review import Proposal
 from chronomem.model.transfer import ImportReport
 from chronomem.retrieval.options import RankBy, ReadOptions
 from chronomem.stores.base import ReembedState
+from chronomem.telemetry.tracing import traced
 from chronomem.transfer.generative_agents import GAImportReport
 from chronomem.writing.calibration import Calibration, calibrate, calibration_key
 
 __all__ = ["Memory"]
 
 
+@traced
 class Memory(WriteVerbs, CausalVerbs, FilterVerbs):
     """A memory engine over one store and one space.
 

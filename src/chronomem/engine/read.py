@@ -25,6 +25,7 @@ from chronomem.retrieval.crisis import build_crisis
 from chronomem.retrieval.options import ReadOptions
 from chronomem.retrieval.query import Crisis, Query
 from chronomem.retrieval.recall import search
+from chronomem.telemetry.tracing import stage
 
 __all__ = [
     "ACCESS_LOG",
@@ -167,11 +168,13 @@ def recall_many(
         if options.touch:
             ids = [i for hit in hits for i in hit.record_ids]
             if sequential:
-                h.store.touch(h.space, ids, to_micros(at), backwards=backwards)
+                with stage("read.touch", space=h.space, records=len(ids)):
+                    h.store.touch(h.space, ids, to_micros(at), backwards=backwards)
             else:
                 pending.update(dict.fromkeys(ids))
     if options.touch and pending:
-        h.store.touch(h.space, list(pending), to_micros(at), backwards=backwards)
+        with stage("read.touch", space=h.space, records=len(pending)):
+            h.store.touch(h.space, list(pending), to_micros(at), backwards=backwards)
     log_accesses(h, built, results, options, now=now)
     return _as_they_stand(h, results, refresh=options.refresh_ttl, now=now)
 
@@ -253,4 +256,5 @@ def _query_vectors(
         ]
     if h.embedder is None or h.switched_to is not None or config.relevance is RelevanceMode.LEXICAL:
         return [None] * len(texts)
-    return list(h.embedder.embed(texts))
+    with stage("read.embed", space=h.space, queries=len(texts)):
+        return list(h.embedder.embed(texts))

@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal, Self
 
 import numpy as np
@@ -272,11 +272,13 @@ class MemoryView:
 
     def stats(self) -> dict[str, Any]:
         """Counts per agent and kind, store location, schema version, embedder, size on disk,
+        when the index snapshot was last written (``index_snapshot_at``; ``None``: none),
         and the thresholds in use (``calibration``: the model's measured ones, if any)."""
         with self._call() as h:
             out = h.store.stats(h.space)
             out["embedder"] = None if h.embedder is None else h.embedder.model_id
             out["preset"] = h.preset.name
+            out["index_snapshot_at"] = _written_at(h.index.snapshot_path())
             out["thresholds"] = {
                 "gate": h.gate.threshold(h.meta.model, h.calibrated("gate")),
                 "association": h.preset.causal.association_threshold(
@@ -444,3 +446,15 @@ class MemoryView:
         rid = optional_text(record_id, "record_id")
         with self._call() as h:
             return h.store.accesses(h.space, record_id=rid, limit=positive_int(limit, "limit"))
+
+
+def _written_at(path: os.PathLike[str] | None) -> str | None:
+    """When the file at ``path`` was last written (ISO 8601, UTC); ``None``: there is none."""
+    try:
+        return (
+            None
+            if path is None
+            else datetime.fromtimestamp(os.stat(path).st_mtime, UTC).isoformat()
+        )
+    except FileNotFoundError:
+        return None

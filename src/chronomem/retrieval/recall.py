@@ -38,6 +38,7 @@ from chronomem.retrieval.state import Factors, ReadState
 from chronomem.scoring.score import Candidates, Scores, rank, score
 from chronomem.scoring.versions import adjust_versions, spread_sessions
 from chronomem.stores.base import MemoryStore
+from chronomem.telemetry.tracing import stage
 from chronomem.text import asks_for_every_piece, asks_when_something_happened
 
 __all__ = ["Crisis", "Query", "recent", "search"]
@@ -226,24 +227,36 @@ def _compact_exact(
 def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[Hit]:
     """Run one read; returns at most ``q.k`` hits, best first. Never writes."""
     with store.snapshot():
-        state = _candidates(index, q)
+        with stage("read.candidates", space=space, agents=len(q.agents), k=q.k) as span:
+            state = _candidates(index, q)
+            span.set(candidates=0 if state is None else state.cols.size)
         if state is None:
             return []
-        _components(state, index, store, space)
-        _factors(state)
-        _score(state)
-        _causal(state)
-        _versions(state)
-        _rank(state)
-        _refuse(state)
-        return _hits(state, store, space)
+        with stage("read.relevance", space=space, mode=q.config.relevance.value):
+            _components(state, index, store, space)
+        with stage("read.scoring", space=space, int8=state.exact is not None):
+            _factors(state)
+            _score(state)
+        if q.crisis is not None:
+            with stage("read.causal", space=space):
+                _causal(state)
+        with stage("read.ranking", space=space):
+            _versions(state)
+            _rank(state)
+            _refuse(state)
+        with stage("read.hits", space=space, k=q.k) as span:
+            hits = _hits(state, store, space)
+            span.set(hits=len(hits))
+        return hits
 
 
 def _candidates(index: SpaceIndex, q: Query) -> ReadState | None:
     """Stage 1: the rows visible at the read's instants, of its kinds, that its filter selects;
     the query as the model reads it. ``None``: no candidate."""
     raw = q.config.float64_cosines and q.vector is not None
-    cols = columns(index.arrays(q.agents, raw=raw))
+    with stage("read.sync", agents=len(q.agents)):  # the index brought up to date with the store
+        arrays = index.arrays(q.agents, raw=raw)
+    cols = columns(arrays)
     if cols.size == 0:
         return None
     mask = _visible(cols, q)

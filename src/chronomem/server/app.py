@@ -18,18 +18,20 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
-from chronomem.errors import ChronomemError
+from chronomem.errors import ChronomemError, ConfigError
+from chronomem.model.keys import Scope
 from chronomem.server import problems
 from chronomem.server.auth import Denied, Gate
 from chronomem.server.hot import HotReads, send_document
+from chronomem.server.observe import Metrics, Observed
 from chronomem.server.routes import admin, graph, reads, records
 from chronomem.server.routes.service import Routes, Service
-from chronomem.server.spaces import Spaces
+from chronomem.server.spaces import SharedEmbedder, Spaces
 
 __all__ = ["create_app"]
 
@@ -47,12 +49,18 @@ def _problem(document: dict[str, Any]) -> JSONResponse:
 
 
 def create_app(
-    spaces: Spaces, *, loopback: bool, max_body_bytes: int = 16 << 20, hot_reads: bool = True
+    spaces: Spaces,
+    *,
+    loopback: bool,
+    max_body_bytes: int = 16 << 20,
+    hot_reads: bool = True,
+    metrics: bool = True,
 ) -> FastAPI:
     """The service over ``spaces``. ``loopback``: the server listens on a loopback address only
     (it may then run without keys; see ``auth.py``). Bodies over ``max_body_bytes`` get 413.
     ``hot_reads=False`` sends recall and peek through the framework's routes too (``hot.py``;
-    the answers are the same, which the tests check)."""
+    the answers are the same, which the tests check). ``metrics``: keep Prometheus metrics at
+    ``/metrics`` (when ``prometheus_client`` is installed; ``observe.py``)."""
     from chronomem import __version__
 
     mcp_servers: list[Any] = []  # the MCP server, once mounted (its sessions run in the lifespan)
@@ -79,8 +87,20 @@ def create_app(
     app.state.spaces = spaces
     if hot_reads:
         app.add_middleware(HotReads, service=service)
-    app.add_middleware(_BodyLimit, limit=max_body_bytes)  # added last: it runs first
+    app.add_middleware(_BodyLimit, limit=max_body_bytes)
+    kept = _metrics(spaces) if metrics else None
+    app.add_middleware(Observed, metrics=kept)  # added last: it runs first
     _errors(app)
+
+    @app.get("/metrics", include_in_schema=False)
+    def scrape(auth: Credentials) -> Response:
+        """The service's metrics in Prometheus' text format (admin scope)."""
+        gate.caller(None if auth is None else auth.credentials, None, Scope.ADMIN)
+        if kept is None:
+            detail = "metrics are off: install chronomem[observe]" if metrics else "metrics are off"
+            return _problem(problems.problem(404, "NotFound", detail))
+        content, media_type = kept.render()
+        return Response(content, media_type=media_type)
 
     @app.get("/v1/health", tags=["service"])
     def health() -> dict[str, Any]:
@@ -102,6 +122,19 @@ def create_app(
     else:
         mcp_servers.append(mount(app, spaces, gate))
     return app
+
+
+def _metrics(spaces: Spaces) -> Metrics | None:
+    """The service's metrics, the shared embedder reporting its runs to them; ``None`` when
+    ``prometheus_client`` is missing."""
+    try:
+        kept = Metrics(spaces)
+    except ConfigError as exc:
+        log.info("metrics off: %s", exc)
+        return None
+    if isinstance(spaces.embedder, SharedEmbedder) and spaces.embedder.on_run is None:
+        spaces.embedder.on_run = kept.batches.observe
+    return kept
 
 
 def _docs(app: FastAPI) -> None:

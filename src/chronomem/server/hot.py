@@ -31,6 +31,7 @@ from chronomem.errors import ChronomemError
 from chronomem.model.record import Hit
 from chronomem.server import problems, wire
 from chronomem.server.auth import Denied
+from chronomem.server.observe import ROUTE
 from chronomem.server.routes.reads import peek_hits, recall_hits
 from chronomem.server.routes.service import Service
 
@@ -76,6 +77,8 @@ class HotReads:
         if content is None:  # the client left before its body arrived: nothing is read
             return
         space, verb = match.groups()
+        scope[ROUTE] = f"/v1/spaces/{{space}}/{verb}"
+        scope["path_params"] = {"space": space}
         model, read = _VERBS[verb]
         try:
             body = model.model_validate_json(content)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 from chronomem.embedders.base import Embedder
 from chronomem.errors import ConfigError
@@ -26,6 +27,7 @@ class ServeSettings:
     log_level: str = "info"
     embedder_runs: int = 1
     readers: int = 1  # handles per space that may read at once (``Spaces.reader``)
+    log_format: str = "text"  # or "json": one JSON object per line (``observe.JsonLines``)
 
 
 def serve(settings: ServeSettings) -> int:
@@ -36,6 +38,7 @@ def serve(settings: ServeSettings) -> int:
 
         from chronomem.server.app import create_app
         from chronomem.server.spaces import SharedEmbedder, Spaces
+        from chronomem.telemetry.tracing import instrument_if_configured
     except ImportError as exc:
         raise ConfigError(
             f"chronomem serve needs the serve extra: pip install 'chronomem[serve]' ({exc})"
@@ -67,7 +70,40 @@ def serve(settings: ServeSettings) -> int:
             f"http://{settings.host}:{settings.port} ({mode}); docs at /docs",
             file=sys.stderr,
         )
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+        traced = instrument_if_configured()
+        if traced:
+            print("chronomem tracing to the configured OpenTelemetry provider", file=sys.stderr)
+        uvicorn.run(
+            app, host=settings.host, port=settings.port, log_level=settings.log_level,
+            **_logging(settings),
+        )  # fmt: skip
     finally:
         spaces.close()
     return 0
+
+
+def _logging(settings: ServeSettings) -> dict[str, Any]:
+    """uvicorn's logging arguments: its own text lines, or every line (the service's per
+    request, uvicorn's, chronomem's) as JSON on standard error, without uvicorn's access
+    lines (the service's carry more)."""
+    if settings.log_format == "text":
+        return {}
+    if settings.log_format != "json":
+        raise ConfigError(f"log format must be text or json; got {settings.log_format!r}")
+    level = settings.log_level.upper()
+    handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}
+    return {
+        "access_log": False,
+        "log_config": {
+            "version": 1,
+            "disable_existing_loggers": False,
+            "formatters": {"json": {"()": "chronomem.server.observe.JsonLines"}},
+            "handlers": {"json": handler},
+            "root": {"handlers": ["json"], "level": level},
+            "loggers": {
+                "uvicorn": {"handlers": [], "propagate": True},
+                "uvicorn.error": {"handlers": [], "propagate": True},
+                "uvicorn.access": {"handlers": [], "propagate": False},
+            },
+        },
+    }

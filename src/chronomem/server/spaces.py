@@ -12,7 +12,7 @@ import itertools
 import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -42,10 +42,13 @@ class SharedEmbedder:
 
     thread_safe = True
 
-    def __init__(self, inner: Embedder, *, runs: int = 1) -> None:
+    def __init__(
+        self, inner: Embedder, *, runs: int = 1, on_run: Callable[[int], None] | None = None
+    ) -> None:
         if runs < 1:
             raise ConfigError(f"runs must be >= 1; got {runs}")
         self._inner = inner
+        self.on_run = on_run  # told each run's text count (the service's metrics)
         self._free = runs
         self._turn = threading.Condition()
         self._waiting: list[tuple[int, int]] = []  # heap of (arrival + texts, arrival)
@@ -70,6 +73,8 @@ class SharedEmbedder:
             self._free -= 1
             self._turn.notify_all()  # the next in line may take another free run
         try:
+            if self.on_run is not None:
+                self.on_run(len(texts))
             return self._inner.embed(texts, progress=progress)
         finally:
             with self._turn:
@@ -189,6 +194,11 @@ class Spaces:
         if added is not None and added is not chosen:  # the pool was renewed meanwhile
             added.memory.close()
         return chosen
+
+    def open_spaces(self) -> list[tuple[str, Memory]]:
+        """The spaces opened so far and their main handles, by name."""
+        with self._lock:
+            return sorted(self._open.items())
 
     def readers_open(self, space: str) -> int:
         """How many handles of ``space`` serve reads now (0: none read yet)."""

@@ -7,23 +7,34 @@ from collections.abc import Sequence
 
 from chronomem.model.audit import AuditEntry
 from chronomem.stores.sql.backend import SQLBackend, instant_param, json_text, read_instant
+from chronomem.telemetry.requests import current_request_id
 
 __all__ = ["append_audit", "audit"]
 
 
 def append_audit(db: SQLBackend, space: str, entries: Sequence[AuditEntry]) -> None:
+    """Append ``entries``; while a request of the service is served, each names it in its
+    detail (``request_id``), unless it names one already."""
     if not entries:
         return
+    request = current_request_id()
     with db.write():
         db._executemany(
             "INSERT INTO audit_log (space, at, action, record_id, actor, reason, detail)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
                 (space, instant_param(db, e.at), e.action, e.record_id, e.actor, e.reason,
-                 json_text(dict(e.detail)))
+                 json_text(_detail(e, request)))
                 for e in entries
             ],
         )  # fmt: skip
+
+
+def _detail(entry: AuditEntry, request: str | None) -> dict[str, object]:
+    detail = dict(entry.detail)
+    if request is not None:
+        detail.setdefault("request_id", request)
+    return detail
 
 
 def audit(db: SQLBackend, space: str, record_id: str | None = None) -> list[AuditEntry]:
