@@ -261,3 +261,55 @@ def test_default_reads_of_conversations_return_the_float32_scans_hits(tmp_path: 
     ):
         _same(reads(fast), reads(exact))
         assert fast._h.index._agents["a"].codes is not None  # the int8 scan ran
+
+
+@pytest.mark.parametrize("preset", ["default", "generative-agents"])
+def test_reads_of_records_with_passages_return_the_float32_scans_hits(
+    tmp_path: Path, preset: str
+) -> None:
+    """Records that also match by their passages (a third of them, passages near the questions,
+    own vectors away from them): the int8 scan of the records plus the exact passages gives the
+    float32 scan's hits, and the passages decide some of them."""
+    path = tmp_path / "memory.db"
+    clock = SimClock(T0)
+    rng = np.random.default_rng(5)
+    centres = rng.normal(size=(6, DIM))
+    items = []
+    for i in range(3000):
+        own = rng.normal(size=DIM)
+        item: dict[str, object] = {"text": f"note {i} about the harbour", "embedding": own,
+                                   "importance": 1 + i % 10}  # fmt: skip
+        if i % 3 == 0:
+            item["passage_embeddings"] = [centres[i % 6] + rng.normal(size=DIM) * 0.5
+                                          for _ in range(1 + i % 3)]  # fmt: skip
+        items.append(item)
+    with Memory.open(path, embedder=None, clock=clock, passages=False) as mem:
+        for start in range(0, len(items), 500):
+            mem.remember_many(items[start : start + 500], agent="a")
+            clock.advance(hours=3)
+    kw = {"embedder": None, "clock": clock, "index_snapshot": 0}
+
+    def reads(mem: Memory) -> list[list[tuple[str, float]]]:
+        out = []
+        for i in range(18):
+            q = centres[i % 6] + np.random.default_rng(i).normal(size=DIM) * 0.3
+            hits = mem.peek("harbour", agent="a", k=10, preset=preset, query_embedding=q)
+            out.append([(h.record.id, h.score) for h in hits])
+        return out
+
+    with (
+        Memory.open(path, compact_vectors=0, **kw) as fast,  # type: ignore[arg-type]
+        Memory.open(path, compact_vectors=None, **kw) as exact,  # type: ignore[arg-type]
+    ):
+        got = reads(fast)
+        _same(got, reads(exact))
+        arrays = fast._h.index._agents["a"]
+        assert arrays.codes is not None  # the int8 scan ran
+        assert arrays.pn > 0
+        with_passages = {r["text"] for i, r in enumerate(items) if i % 3 == 0}
+        top = [fast.get(hits[0][0]).text for hits in got]
+        decided = sum(t in with_passages for t in top)
+        if PRESETS[preset].passages:  # the passages decided
+            assert decided >= len(top) // 2
+        else:  # a preset that reads records only
+            assert decided < len(top) // 2

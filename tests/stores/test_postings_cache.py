@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from chronomem import Memory, SimClock
+from chronomem.errors import DependentsExistError
 
 from ..conftest import store_of
 
@@ -41,10 +42,23 @@ def test_a_long_lived_handle_scores_as_a_fresh_one(location: str | Path, clock: 
             if op < 0.55 or not ids:  # (the gate takes no near-duplicate: texts are numbered)
                 text = " ".join(rng.choices(WORDS, k=rng.randint(2, 6))) + f" n{step}"
                 ids.append(writer.remember(text, agent=agent).id)
-            elif op < 0.75:
+            elif op < 0.7:
                 writer.recall(rng.choice(WORDS), agent=agent, k=3)  # touches: the counter moves
+            elif op < 0.78:  # a closing: the counter moves, the postings stay
+                target = rng.choice(ids)
+                if writer.get(target).status.value == "open":
+                    writer.close_record(target, "done")
+            elif op < 0.86:  # a new version: a new record, the old one's postings stay
+                target = rng.choice(ids)
+                if writer.get(target).status.value == "open":
+                    text = " ".join(rng.choices(WORDS, k=3)) + f" v{step}"
+                    ids.append(writer.supersede(target, text).id)
             else:
-                writer.forget(ids.pop(rng.randrange(len(ids))), "test")
+                target = ids.pop(rng.randrange(len(ids)))
+                try:
+                    writer.forget(target, "test")
+                except DependentsExistError:  # a newer version cites it: it stays
+                    ids.append(target)
             query = " ".join(rng.sample(WORDS, 3))
             asked = rng.sample(AGENTS, rng.randint(1, 3))
             assert _scores(kept, query, asked) == _fresh(location, clock, query, asked), step

@@ -198,8 +198,9 @@ def _compact_exact(
     index: SpaceIndex, cols: Columns, q: Query, chosen: Mask | None
 ) -> Callable[[Rows], F64] | None:
     """When the read scans the int8 copy: one agent of at least ``index.compact_records``
-    records, a dense query without a crisis, pre-selection, float64 cosines or passages in
-    play, and ``simsimd`` installed. Returns the exact cosines of given rows."""
+    records, a dense query without a crisis, pre-selection or float64 cosines in play, and
+    ``simsimd`` installed. Returns the exact cosines of given rows (their own vectors';
+    :func:`_int8_cosines` adds their passages')."""
     a = cols.arrays[0]
     vector = q.vector
     c = q.config
@@ -214,7 +215,6 @@ def _compact_exact(
         or c.float64_cosines
         or c.relevance is RelevanceMode.LEXICAL
         or not compact.boundable(c)
-        or (c.passages and a.pn)
         or a.emb is None
         or a.dim != vector.shape[0]
         or not compact.available()
@@ -290,11 +290,23 @@ def _components(state: ReadState, index: SpaceIndex, store: MemoryStore, space: 
 
 def _int8_cosines(state: ReadState, exact: Callable[[Rows], F64], vector: F32) -> None:
     """The int8 copy's cosines of a large one-agent read and their error bound (``compact.py``),
-    the candidates' extremes made exact for min-max normalisation."""
+    the candidates' extremes made exact for min-max normalisation. With passages, a row's
+    cosine is the best of its own (approximate) and its passages' (exact, one product over
+    them): the best of two values moves by no more than the one that is off, so the bound
+    holds, and ``state.exact`` gives the exact best of both."""
     a = state.cols.arrays[0]
     state.dense, state.bound = compact.cosines(a.compact(), a.n, vector)
+    if state.q.config.passages and a.pn:
+        best = np.full(a.n, -np.inf)
+        a.raise_to_passages(best, vector)
+        np.maximum(state.dense, best, out=state.dense)
+        state.exact = exact = _with_passages(exact, best)
     if state.q.config.normalisation is not Normalisation.FIXED:
         compact.widen_extremes(state.dense, state.bound, state.mask, exact)
+
+
+def _with_passages(own: Callable[[Rows], F64], best: F64) -> Callable[[Rows], F64]:
+    return lambda rows: np.maximum(own(rows), best[rows])
 
 
 def _factors(state: ReadState) -> None:

@@ -201,6 +201,8 @@ class Observed:
             self.metrics.latency.labels(route, space or "-").observe(seconds)
             if status >= 400:
                 self.metrics.errors.labels(error or f"HTTP {status}").inc()
+        if not _access.isEnabledFor(logging.INFO):
+            return
         _access.info(
             "%s %s %d %.1f ms", method, route, status, seconds * 1000,
             extra={

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -86,10 +87,12 @@ def _logging(settings: ServeSettings) -> dict[str, Any]:
     """uvicorn's logging arguments: its own text lines, or every line (the service's per
     request, uvicorn's, chronomem's) as JSON on standard error, without uvicorn's access
     lines (the service's carry more)."""
-    if settings.log_format == "text":
+    if settings.log_format == "text":  # uvicorn writes its access lines; the service's are off
+        logging.getLogger("chronomem.server.access").setLevel(logging.WARNING)
         return {}
     if settings.log_format != "json":
         raise ConfigError(f"log format must be text or json; got {settings.log_format!r}")
+    logging.getLogger("chronomem.server.access").setLevel(logging.NOTSET)  # the root's level
     level = settings.log_level.upper()
     handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}
     return {

@@ -87,7 +87,9 @@ def lexical(
         if not totals or not totals[0][0]:
             return none
         n_docs, total_len, seq = (int(v) for v in totals[0])
-        postings, df = cache.postings(db, space, terms, agents, seq, keep=not db._writing)
+        postings, df = cache.postings(
+            db, space, terms, agents, seq, (n_docs, total_len), keep=not db._writing
+        )
     if postings.size == 0:
         return none
     return bm25(postings, df, n_docs, total_len)

@@ -75,6 +75,7 @@ class _Term:
 @dataclass(eq=False, slots=True)
 class _Space:
     seq: int = -1
+    docs: tuple[int, int] = (-1, -1)  # the space's document count and length sum at ``seq``
     agents: dict[str, int] = field(default_factory=dict)
     terms: set[str] = field(default_factory=set)
 
@@ -100,16 +101,18 @@ class PostingsCache:
         terms: Sequence[str],
         agents: Sequence[str],
         seq: int,
+        docs: tuple[int, int],
         *,
         keep: bool = True,
     ) -> tuple[I64, F64]:
         """The postings of ``terms`` (distinct) for ``agents`` — rows of (position in ``terms``,
         pk, tf, dl) — and each term's document frequency in the space, as of the snapshot whose
-        ``change_seq`` is ``seq`` (call inside it). ``keep=False``: fetched, nothing kept."""
+        ``change_seq`` is ``seq`` and whose totals are ``docs`` (document count, length sum; call
+        inside it). ``keep=False``: fetched, nothing kept."""
         state = self._spaces.setdefault(space, _Space()) if keep else _Space()
         if keep and state.seq != seq:
-            self._catch_up(db, space, state)
-            state.seq = seq
+            self._catch_up(db, space, state, docs)
+            state.seq, state.docs = seq, docs
         held = {t: self._used(space, t) for t in terms if keep and (space, t) in self._terms}
         fetched = _fetch(db, space, [t for t in terms if t not in held], state.agents)
         held.update(fetched)
@@ -146,18 +149,25 @@ class PostingsCache:
             self._size -= self._terms.pop((space, term)).size
         state.terms.clear()
 
-    def _catch_up(self, db: SQLBackend, space: str, state: _Space) -> None:
-        """Bring the space's terms from ``state.seq`` to the snapshot's counter."""
+    def _catch_up(self, db: SQLBackend, space: str, state: _Space, docs: tuple[int, int]) -> None:
+        """Bring the space's terms from ``state.seq`` to the snapshot's counter. Postings change
+        only when records are added (the space's document count grows) or purged (a
+        tombstone): a change that does neither — a touch, a closing, a rating — costs one query."""
         if not state.terms:
             return
         after = (space, state.seq)
-        changed = db._query(
-            "SELECT COUNT(*) FROM records WHERE space = ? AND change_seq > ?", after
-        )[0][0]
         gone = db._query(
             "SELECT 1 FROM tombstones WHERE space = ? AND change_seq > ? LIMIT 1", after
         )
-        if gone or changed > _DELTA:
+        if gone:
+            self._drop(space, state)
+            return
+        if docs == state.docs:
+            return
+        changed = db._query(
+            "SELECT COUNT(*) FROM records WHERE space = ? AND change_seq > ?", after
+        )[0][0]
+        if changed > _DELTA:
             self._drop(space, state)
             return
         if not changed:
