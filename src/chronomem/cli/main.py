@@ -372,9 +372,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--readers",
         type=int,
-        default=None,
+        default=1,
         help="reads of one space that run at once, each on its own handle with its own copy of "
-        "the space's index (default: the cores, at most 4)",
+        "the space's index (default 1; see docs/http.md, Concurrency, for when more help)",
     )
     p.add_argument(
         "--log-format",

@@ -38,7 +38,7 @@ def serve_command(args: argparse.Namespace, cfg: Settings) -> int:
             preset=args.preset,
             llm=llm,
             max_body_bytes=int(args.max_body_mb * (1 << 20)),
-            readers=min(4, os.cpu_count() or 1) if args.readers is None else args.readers,
+            readers=args.readers,
             log_format=args.log_format,
             # As many model runs at once as the cores hold at CHRONOMEM_TORCH_THREADS each.
             embedder_runs=max(1, (os.cpu_count() or 1) // cfg.torch_threads)
