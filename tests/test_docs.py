@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from chronomem.telemetry import uninstrument
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
@@ -42,7 +44,10 @@ def test_documented_example_runs(
     monkeypatch.chdir(tmp_path)
     if "Memory.open(" in block and "embedder=None" not in block:
         os.environ.setdefault("CHRONOMEM_TORCH_THREADS", "1")
-    exec(code, {})
+    try:
+        exec(code, {})
+    finally:
+        uninstrument()  # an example that turns tracing on does not leave it on for other tests
 
 
 def test_the_screenshot_scene_builds(tmp_path: Path) -> None:
