@@ -314,3 +314,27 @@ def test_serve_log_format_json_is_a_working_logging_config(
     assert _logging(ServeSettings(db=":memory:")) == {}
     with pytest.raises(Exception, match="log format"):
         _logging(ServeSettings(db=":memory:", log_format="xml"))
+
+
+def test_a_request_that_crashes_is_counted_and_logged_as_an_internal_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def boom(self: object) -> list[str]:
+        raise RuntimeError("a defect")
+
+    def run() -> None:
+        with running(tmp_path / "m.db", embedder=FixedEmbedder(dim=8)) as (url, _):
+            monkeypatch.setattr(EngineMemory, "agents", boom)
+            crashed = httpx.get(f"{url}/v1/spaces/town/agents", headers={"X-Request-Id": "c-1"})
+            assert crashed.status_code == 500
+            assert crashed.json()["error"] == "InternalError"
+            answers.append(httpx.get(f"{url}/metrics").text)
+
+    answers: list[str] = []
+    (line,) = [x for x in _json_lines(run) if x.get("request_id") == "c-1"]
+    assert (line["status"], line["error"]) == (500, "InternalError")
+    assert line["route"] == "/v1/spaces/{space}/agents"
+    samples = _samples(answers[0])
+    agents = (("method", "GET"), ("route", "/v1/spaces/{space}/agents"), ("status", "500"))
+    assert samples[("chronomem_requests_total", agents)] == 1
+    assert samples[("chronomem_errors_total", (("type", "InternalError"),))] == 1

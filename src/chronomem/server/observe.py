@@ -19,6 +19,7 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from chronomem.clock import SystemClock
@@ -28,7 +29,7 @@ from chronomem.telemetry.requests import REQUEST_ID
 if TYPE_CHECKING:
     from chronomem.server.spaces import Spaces
 
-__all__ = ["JsonLines", "Metrics", "Observed", "ROUTE"]
+__all__ = ["ACCESS_LOG", "JsonLines", "Metrics", "Observed", "ROUTE"]
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Any]]
@@ -38,7 +39,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 #: The scope key a handler outside the framework's router sets to its route's template.
 ROUTE = "chronomem.route"
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
-_access = logging.getLogger("chronomem.server.access")
+#: The logger of the service's line per request (``run.py`` sets its level by log format).
+ACCESS_LOG = "chronomem.server.access"
+_access = logging.getLogger(ACCESS_LOG)
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -117,8 +120,6 @@ class _StoreCollector:
             records.add_metric([space], float(stats["records"]))
             written = stats.get("index_snapshot_at")
             if written is not None:
-                from datetime import datetime
-
                 age = now - datetime.fromisoformat(written).timestamp()
                 snapshot.add_metric([space], max(0.0, age))
             if not sized and stats.get("bytes_on_disk") is not None:
@@ -186,14 +187,27 @@ class Observed:
                 error = _problem_error(message.get("body", b""))
             await send(message)
 
+        route = "unmatched"
         try:
             with tracing.request(method, scope.get("headers") or []) as span:
-                await self.app(scope, receive, answer)
-                route = _route(scope)
-                span.name_after(method, route)
-                span.set(route=route, status=status)
+                try:
+                    await self.app(scope, receive, answer)
+                except Exception:  # the outer error middleware answers 500 and logs it
+                    status, error = 500, error or "InternalError"
+                    raise
+                finally:
+                    route = _route(scope)
+                    span.name_after(method, route)
+                    span.set(route=route, status=status)
         finally:
             REQUEST_ID.reset(token)
+            self._record(request_id, method, route, scope, status, error, started)
+
+    def _record(
+        self, request_id: str, method: str, route: str, scope: Scope, status: int,
+        error: str | None, started: float,
+    ) -> None:  # fmt: skip
+        """The request's metrics and access line."""
         seconds = time.perf_counter() - started
         space = scope.get("path_params", {}).get("space") if status < 400 else None
         if self.metrics is not None:

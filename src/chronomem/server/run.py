@@ -12,6 +12,7 @@ from chronomem.embedders.base import Embedder
 from chronomem.errors import ConfigError
 from chronomem.llm.base import LLMClient
 from chronomem.server.auth import is_loopback
+from chronomem.server.observe import ACCESS_LOG
 
 __all__ = ["ServeSettings", "serve"]
 
@@ -88,11 +89,11 @@ def _logging(settings: ServeSettings) -> dict[str, Any]:
     request, uvicorn's, chronomem's) as JSON on standard error, without uvicorn's access
     lines (the service's carry more)."""
     if settings.log_format == "text":  # uvicorn writes its access lines; the service's are off
-        logging.getLogger("chronomem.server.access").setLevel(logging.WARNING)
+        logging.getLogger(ACCESS_LOG).setLevel(logging.WARNING)
         return {}
     if settings.log_format != "json":
         raise ConfigError(f"log format must be text or json; got {settings.log_format!r}")
-    logging.getLogger("chronomem.server.access").setLevel(logging.NOTSET)  # the root's level
+    logging.getLogger(ACCESS_LOG).setLevel(logging.NOTSET)  # the root's level
     level = settings.log_level.upper()
     handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}
     return {
