@@ -23,7 +23,7 @@ from chronomem.client import Client
 from chronomem.server.spaces import SharedEmbedder
 
 from ..conftest import T0, FixedEmbedder, store_of
-from .service import running
+from .service import GatedEmbedder, running
 
 SEEDS = [f"seed {i}: the lamp of harbour {i % 7} was lit by keeper {i % 5}" for i in range(60)]
 NEW = [
@@ -121,24 +121,6 @@ def test_concurrent_requests_give_what_serial_execution_gives(
             assert spaces.readers_open("town") > 1
     # Every write stored once, with the vectors, passages and importance a serial run gives it.
     assert _stored(location) == _stored(reference)
-
-
-class GatedEmbedder(FixedEmbedder):
-    """Blocks a call that embeds ``gate_text`` until ``release`` is set; thread-safe."""
-
-    thread_safe = True
-
-    def __init__(self, gate_text: str) -> None:
-        super().__init__(dim=8)
-        self.gate_text = gate_text
-        self.entered = threading.Event()
-        self.release = threading.Event()
-
-    def embed(self, texts: Sequence[str], *, progress: bool = False) -> npt.NDArray[np.float32]:
-        if self.gate_text in texts:
-            self.entered.set()
-            assert self.release.wait(30)
-        return super().embed(texts)
 
 
 def test_a_read_does_not_wait_for_another_calls_model_run(tmp_path: Path) -> None:

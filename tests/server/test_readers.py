@@ -5,13 +5,10 @@ renewed or closed readers release their stores."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
 import pytest
 
 from chronomem.client import Client
@@ -19,26 +16,14 @@ from chronomem.errors import ConfigError
 from chronomem.server.spaces import Spaces
 
 from ..conftest import FixedEmbedder
-from .service import running
+from .service import GatedEmbedder, running
 
 
-class HeldEmbedder(FixedEmbedder):
-    """Not thread-safe (so the engine embeds a query under its handle's lock): a call that
-    embeds ``held`` blocks, holding that handle, until ``release`` is set."""
+class HeldEmbedder(GatedEmbedder):
+    """Not thread-safe, so the engine embeds a query under its handle's lock: a call that embeds
+    ``gate_text`` blocks, holding that handle, until ``release`` is set."""
 
     thread_safe = False
-
-    def __init__(self, held: str) -> None:
-        super().__init__(dim=8)
-        self.held = held
-        self.entered = threading.Event()
-        self.release = threading.Event()
-
-    def embed(self, texts: Sequence[str], *, progress: bool = False) -> npt.NDArray[np.float32]:
-        if self.held in texts:
-            self.entered.set()
-            assert self.release.wait(30)
-        return super().embed(texts)
 
 
 @pytest.mark.parametrize("readers", [1, 2])
