@@ -18,6 +18,7 @@ SRC = Path(chronomem.__file__).resolve().parent
 LAYERS: dict[str, int] = {
     "errors": 0, "clock": 0, "config": 0, "policies": 0, "checks": 0, "arrays": 0, "text": 0,
     "timeref": 0, "model": 0, "retry": 0, "analysis": 0, "verbs": 0, "telemetry": 0,
+    "webhooks": 0,
     "stores": 1, "embedders": 1, "llm": 1,
     "scoring": 2, "graph": 2, "lifecycle": 2,
     "retrieval": 3, "context": 3, "reflection": 3, "writing": 3, "transfer": 3, "extraction": 3,

@@ -103,6 +103,7 @@ VERBS: dict[str, Row] = {
                    cli="history"),
     "audit": Row(client="audit", http=("GET /audit", "GET /records/{record_id}/audit"),
                  cli="audit"),
+    "changes": Row(client="changes", http="GET /changes", cli="watch"),
     "supersede": Row(client="supersede", http="POST /records/{record_id}/supersede",
                      mcp="correct", cli="supersede"),
     "close_record": Row(client="close_record", http="POST /records/{record_id}/close",
@@ -311,6 +312,8 @@ ONE_CALL = "a batch verb: a command makes one call (bulk loads go through `impor
 VIA_STATS = "`chronomem stats` lists every agent with its counts"
 SERVICE_ONLY = "the service's own: its health and each space's simulated clock"
 KEYS = "the service's API keys (server/keys.py), not a Memory verb"
+WEBHOOKS = "webhook subscriptions are kept and delivered by the service (server/webhooks.py)"
+LONG_POLL = "a long poll: the service holds the answer until a change commits (routes/changes.py)"
 
 
 #: (verb, interface, parameter) -> why the interface differs from the library there. ``"*"`` as
@@ -354,6 +357,18 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
     (NO_VERB, "cli", "migrate"): "copies spaces between stores (chronomem.migrate, a function)",
     (NO_VERB, "cli", "completion"): "prints a shell completion script",
     (NO_VERB, "cli", "demo"): "runs the end-to-end demo",
+    (NO_VERB, "client", "add_webhook"): WEBHOOKS,
+    (NO_VERB, "client", "webhooks"): WEBHOOKS,
+    (NO_VERB, "client", "webhook"): WEBHOOKS,
+    (NO_VERB, "client", "webhook_failures"): WEBHOOKS,
+    (NO_VERB, "client", "remove_webhook"): WEBHOOKS,
+    (NO_VERB, "http", "POST /webhooks"): WEBHOOKS,
+    (NO_VERB, "http", "GET /webhooks"): WEBHOOKS,
+    (NO_VERB, "http", "GET /webhooks/{webhook_id}"): WEBHOOKS,
+    (NO_VERB, "http", "GET /webhooks/{webhook_id}/failures"): WEBHOOKS,
+    (NO_VERB, "http", "DELETE /webhooks/{webhook_id}"): WEBHOOKS,
+    (NO_VERB, "http", "GET /changes/stream"): "the change feed as Server-Sent Events",
+    (NO_VERB, "http", "GET /v1/changes"): "the service's own feed (keys bound to no space)",
     (NO_VERB, "cli", "keys create"): KEYS,
     (NO_VERB, "cli", "keys list"): KEYS,
     (NO_VERB, "cli", "keys revoke"): KEYS,
@@ -446,6 +461,12 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
     ("get_many", "mcp", ALL): NOT_A_TOOL,
     ("dependants", "mcp", ALL): NOT_A_TOOL,
     ("audit", "mcp", ALL): NOT_A_TOOL,
+    ("changes", "mcp", ALL): NOT_A_TOOL,
+    ("changes", "client", "wait"): LONG_POLL,
+    ("changes", "http", "wait"): LONG_POLL,
+    ("changes", "cli", "follow"): "`watch --follow` keeps reading as changes commit",
+    ("changes", "cli", "interval"): "how often `watch --follow` asks a store (cli/watch.py)",
+    ("changes", "cli", "limit"): "`watch` reads every page in turn (cli/watch.py)",
     ("scrub", "mcp", ALL): NOT_A_TOOL,
     ("peek", "mcp", ALL): NOT_A_TOOL,
     ("recall_many", "mcp", ALL): NOT_A_TOOL,

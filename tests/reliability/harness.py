@@ -22,7 +22,7 @@ WORKER = Path(__file__).resolve().parent / "worker.py"
 #: Every table of a chronomem store (ann_vectors only exists with pgvector).
 TABLES = (
     "records", "postings", "tombstones", "audit_log", "events", "links", "agents", "spaces",
-    "store_meta", "schema_version",
+    "store_meta", "schema_version", "changes", "webhooks", "webhook_failures",
 )  # fmt: skip
 
 
@@ -128,10 +128,14 @@ def row_counts(store: MemoryStore) -> dict[str, int]:
     query = store._query  # type: ignore[attr-defined]
     counts = {t: int(query(f"SELECT COUNT(*) FROM {t}")[0][0]) for t in TABLES}
     counts["change_seq"] = int(query("SELECT COALESCE(SUM(change_seq), 0) FROM spaces")[0][0])
+    counts["feed_seq"] = int(query("SELECT COALESCE(SUM(feed_seq), 0) FROM spaces")[0][0])
     return counts
 
 
 _INVARIANTS = {
+    "the change feed has a row for every seq": "SELECT COUNT(*) FROM spaces s WHERE s.feed_seq"
+    " != (SELECT COUNT(*) FROM changes c WHERE c.space = s.space) OR s.feed_seq !="
+    " (SELECT COALESCE(MAX(c.seq), 0) FROM changes c WHERE c.space = s.space)",
     "space totals match the records": "SELECT COUNT(*) FROM spaces s WHERE s.docs !="
     " (SELECT COUNT(*) FROM records r WHERE r.space = s.space) OR s.doc_len_sum !="
     " (SELECT COALESCE(SUM(r.doc_len), 0) FROM records r WHERE r.space = s.space)",

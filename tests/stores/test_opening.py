@@ -62,7 +62,7 @@ def test_a_store_from_before_the_application_id_is_recognised_and_marked(db_path
     conn = sqlite3.connect(db_path)
     marks = next(m for m in MIGRATIONS if "application_id" in m.description)
     later = [m.version for m in MIGRATIONS if m.version > marks.version]
-    assert later == [9, 10, 11, 12, 13, 14], "undo the later migrations here too"
+    assert later == [9, 10, 11, 12, 13, 14, 15], "undo the later migrations here too"
     conn.execute("PRAGMA application_id = 0")
     conn.execute("ALTER TABLE records DROP COLUMN speaker")  # migration 9
     conn.execute("DROP TABLE reembed_vectors")  # migration 10
@@ -74,11 +74,17 @@ def test_a_store_from_before_the_application_id_is_recognised_and_marked(db_path
     conn.execute("DROP INDEX records_by_source")  # migration 13
     conn.execute("ALTER TABLE records DROP COLUMN source_id")
     conn.execute("ALTER TABLE review_proposals DROP COLUMN change")  # migration 14
+    for table in ("changes", "webhooks", "webhook_failures"):  # migration 15
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute("ALTER TABLE spaces DROP COLUMN feed_seq")
     conn.execute("DELETE FROM schema_version WHERE version >= ?", (marks.version,))
     conn.commit()
     conn.close()
     with Memory.open(db_path, embedder=None, create=False) as mem:
         assert mem.get(rid).text == "written before marks existed"
+        # the feed starts at the migration: what was written before has no change
+        new = mem.remember("written after the feed existed").id
+        assert [(c.seq, c.record_id) for c in mem.changes()] == [(1, new)]
     with sqlite3.connect(db_path) as conn:
         assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
 

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from chronomem import __version__
-from chronomem.cli import browse, commands, conversation, curation, graph, service
+from chronomem.cli import browse, commands, conversation, curation, graph, service, watch
 from chronomem.cli.arguments import (
     instant,
     missing_vectors_flag,
@@ -204,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.audit_command)
 
     graph.add_commands(sub, common)
+    watch.add_command(sub, common)
     p = sub.add_parser("context", parents=[common], help="a prompt-ready context block")
     p.add_argument("query", nargs="?", default=None, help="default: the crisis's text")
     p.add_argument("--crisis", help="event id: add its causal chain and lift its causes")

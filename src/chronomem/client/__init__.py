@@ -89,6 +89,7 @@ class _Verbs:
     dependants = Verb(calls.dependants)
     history = Verb(calls.history)
     audit = Verb(calls.audit)
+    changes = Verb(calls.changes)
     supersede = Verb(calls.supersede)
     close_record = Verb(calls.close_record)
     verify = Verb(calls.verify)
@@ -136,14 +137,26 @@ class _Verbs:
     set_clock = Verb(operations.set_clock)
     advance_clock = Verb(operations.advance_clock)
     health = Verb(operations.health)
+    add_webhook = Verb(operations.add_webhook)
+    webhooks = Verb(operations.webhooks)
+    webhook = Verb(operations.webhook)
+    webhook_failures = Verb(operations.webhook_failures)
+    remove_webhook = Verb(operations.remove_webhook)
 
     _base: str
     _space: str
     _headers: dict[str, str]
+    _timeout: httpx.Timeout
 
     def _setup(
-        self, url: str, key: str | None, space: str, headers: Mapping[str, str] | None
+        self,
+        url: str,
+        key: str | None,
+        space: str,
+        headers: Mapping[str, str] | None,
+        timeout: float,
     ) -> None:
+        self._timeout = httpx.Timeout(timeout)
         self._space = require_text(space, "space")
         self._base = url.rstrip("/")
         self._headers = {"Accept": "application/json", **(headers or {})}
@@ -160,7 +173,7 @@ class _Verbs:
         return f"{self._base}/v1/spaces/{quote(self._space, safe='')}{call.path}"
 
     def _request(self, call: Call[Any]) -> dict[str, Any]:
-        return {
+        out = {
             "method": call.method,
             "url": self._url(call),
             "json": call.body,
@@ -168,6 +181,11 @@ class _Verbs:
             "content": call.content,
             "headers": self._named(self._headers),
         }
+        if call.waits:
+            t = self._timeout
+            read = None if t.read is None else t.read + call.waits
+            out["timeout"] = httpx.Timeout(connect=t.connect, read=read, write=t.write, pool=t.pool)
+        return out
 
     @staticmethod
     def _named(headers: dict[str, str]) -> dict[str, str]:
@@ -241,7 +259,7 @@ class Client(_Verbs):
         transport: httpx.BaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        self._setup(url, key, space, headers)
+        self._setup(url, key, space, headers, timeout)
         self._http = httpx.Client(timeout=timeout, transport=transport)
 
     def send(self, call: Call[T]) -> T:
@@ -280,7 +298,7 @@ class AsyncClient(_Verbs):
         transport: httpx.AsyncBaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        self._setup(url, key, space, headers)
+        self._setup(url, key, space, headers, timeout)
         self._http = httpx.AsyncClient(timeout=timeout, transport=transport)
 
     async def send(self, call: Call[T]) -> T:

@@ -28,6 +28,7 @@ from chronomem.errors import InvalidInputError
 from chronomem.extraction.policy import ExtractionPolicy
 from chronomem.extraction.report import ExtractionReport
 from chronomem.model.audit import AuditEntry, BulkResult, ForgetResult, ScrubResult
+from chronomem.model.change import MAX_WAIT_S, Change
 from chronomem.model.core import DEFAULT_CORE_LIMIT, CoreBlock
 from chronomem.model.filter import FilterSpec
 from chronomem.model.record import Dependant, Hit, Kind, Record, Sensitivity, Status, WriteResult
@@ -165,6 +166,16 @@ def audit(record_id: str | None = None) -> Call[list[AuditEntry]]:
     """:meth:`chronomem.Memory.audit`."""
     path = "/audit" if record_id is None else f"/records/{segment(record_id, 'record_id')}/audit"
     return Call("GET", path, reader(list[AuditEntry]))
+
+
+def changes(after: int = 0, *, limit: int = 100, wait: float = 0.0) -> Call[list[Change]]:
+    """:meth:`chronomem.Memory.changes`; ``wait`` (seconds, at most 60) makes it a long poll:
+    with no change after ``after`` yet, the answer comes when one commits, or empty."""
+    after = positive_int(after, "after", minimum=0)
+    if not 0 <= wait <= MAX_WAIT_S:
+        raise InvalidInputError(f"wait must be 0–{MAX_WAIT_S:g} s; got {wait!r:.40}", field="wait")
+    params = {"after": after, "limit": positive_int(limit, "limit"), "wait": wait}
+    return Call("GET", "/changes", reader(list[Change]), params=params, waits=wait)
 
 
 def supersede(

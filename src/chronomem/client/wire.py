@@ -35,7 +35,8 @@ class ClockReading:
 @dataclass(frozen=True, slots=True)
 class Call(Generic[T]):
     """One request: ``path`` is relative to ``/v1/spaces/{space}`` (or absolute when it starts
-    with ``/v1/``); ``read`` turns the answer's body into the verb's return value."""
+    with ``/v1/``); ``read`` turns the answer's body into the verb's return value. ``waits``:
+    seconds the service may hold the answer on purpose (a long poll), added to the timeout."""
 
     method: str
     path: str
@@ -43,6 +44,7 @@ class Call(Generic[T]):
     body: Any = None
     params: Mapping[str, Any] | None = None
     content: bytes | None = None
+    waits: float = 0.0
 
 
 def wire(value: Any) -> Any:

@@ -37,9 +37,10 @@ from chronomem.config import ReflectionConfig, ReviewConfig, ScoringConfig, Writ
 from chronomem.embedders.base import Embedder
 from chronomem.engine import browse, core, graph, lifecycle, read, review, transfer
 from chronomem.engine.handle import Handle, open_handle
-from chronomem.errors import ConfigError, EmbedderMismatchError, StoreError
+from chronomem.errors import ConfigError, EmbedderMismatchError, InvalidInputError, StoreError
 from chronomem.llm.base import LLMClient
 from chronomem.model.audit import AuditEntry
+from chronomem.model.change import MAX_CHANGES, Change
 from chronomem.model.core import CoreBlock
 from chronomem.model.event import Ancestor, Event, EventKind, Link
 from chronomem.model.filter import FilterSpec
@@ -272,13 +273,15 @@ class MemoryView:
 
     def stats(self) -> dict[str, Any]:
         """Counts per agent and kind, store location, schema version, embedder, size on disk,
-        when the index snapshot was last written (``index_snapshot_at``; ``None``: none),
+        when the index snapshot was last written (``index_snapshot_at``; ``None``: none), the
+        newest change's ``seq`` (``last_change``; 0: none),
         and the thresholds in use (``calibration``: the model's measured ones, if any)."""
         with self._call() as h:
             out = h.store.stats(h.space)
             out["embedder"] = None if h.embedder is None else h.embedder.model_id
             out["preset"] = h.preset.name
             out["index_snapshot_at"] = _written_at(h.index.snapshot_path())
+            out["last_change"] = h.store.feed_head(h.space)
             out["thresholds"] = {
                 "gate": h.gate.threshold(h.meta.model, h.calibrated("gate")),
                 "association": h.preset.causal.association_threshold(
@@ -293,6 +296,20 @@ class MemoryView:
         Purged links are skipped."""
         with self._call() as h:
             return lifecycle.history(h, record_id)
+
+    def changes(self, after: int = 0, *, limit: int = 100) -> list[Change]:
+        """The space's changes after ``seq = after``, oldest first, at most ``limit`` (1–1000):
+        writes, lifecycle changes, review decisions, key changes, causal events and links, each
+        numbered in the order it committed (docs/design/change-feed.md). Read the next page
+        after the last ``seq``; ``stats()["last_change"]`` is the newest."""
+        after = positive_int(after, "after", minimum=0)
+        limit = positive_int(limit, "limit")
+        if limit > MAX_CHANGES:
+            raise InvalidInputError(
+                f"limit must be at most {MAX_CHANGES}; got {limit}", field="limit"
+            )
+        with self._call() as h:
+            return h.store.changes(h.space, after, limit)
 
     def audit(self, record_id: str | None = None) -> list[AuditEntry]:
         """The audit log of this space (or of one record), oldest first."""

@@ -29,9 +29,10 @@ from chronomem.server import problems
 from chronomem.server.auth import Denied, Gate
 from chronomem.server.hot import HotReads, send_document
 from chronomem.server.observe import Metrics, Observed
-from chronomem.server.routes import admin, graph, reads, records
+from chronomem.server.routes import admin, changes, graph, reads, records
 from chronomem.server.routes.service import Routes, Service
 from chronomem.server.spaces import SharedEmbedder, Spaces
+from chronomem.server.webhooks import Deliverer
 
 __all__ = ["create_app"]
 
@@ -55,23 +56,32 @@ def create_app(
     max_body_bytes: int = 16 << 20,
     hot_reads: bool = True,
     metrics: bool = True,
+    webhooks: bool = True,
 ) -> FastAPI:
     """The service over ``spaces``. ``loopback``: the server listens on a loopback address only
     (it may then run without keys; see ``auth.py``). Bodies over ``max_body_bytes`` get 413.
     ``hot_reads=False`` sends recall and peek through the framework's routes too (``hot.py``;
     the answers are the same, which the tests check). ``metrics``: keep Prometheus metrics at
-    ``/metrics`` (when ``prometheus_client`` is installed; ``observe.py``)."""
+    ``/metrics`` (when ``prometheus_client`` is installed; ``observe.py``). ``webhooks``: deliver
+    the webhook subscriptions while the app runs (its lifespan; ``server/webhooks.py``)."""
     from chronomem import __version__
 
     mcp_servers: list[Any] = []  # the MCP server, once mounted (its sessions run in the lifespan)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if not mcp_servers:
-            yield
-            return
-        async with mcp_servers[0].session_manager.run():
-            yield
+        deliverer = Deliverer(spaces.admin) if webhooks else None
+        if deliverer is not None:
+            deliverer.start()
+        try:
+            if not mcp_servers:
+                yield
+                return
+            async with mcp_servers[0].session_manager.run():
+                yield
+        finally:
+            if deliverer is not None:
+                deliverer.stop()
 
     app = FastAPI(
         title="chronomem",
@@ -109,9 +119,10 @@ def create_app(
 
     v1 = Routes(prefix="/v1/spaces/{space}")
 
-    for routes in (records, reads, graph, admin):
+    for routes in (records, reads, graph, admin, changes):
         routes.register(v1, service)
     app.include_router(v1)
+    changes.register_service(app, service)
     from chronomem.server.ui import mount_ui
 
     mount_ui(app, spaces, gate)

@@ -26,6 +26,7 @@ __all__ = [
     "BatchIn",
     "ClockIn",
     "ClockOut",
+    "WebhookIn",
     "CloseIn",
     "CloseWhereIn",
     "CoreAppendIn",
@@ -268,3 +269,18 @@ class AdvanceIn(_In):
 class ClockOut(BaseModel):
     now: AwareDatetime
     simulated: bool
+
+
+class WebhookIn(_In):
+    """A subscription to the space's changes (docs/design/change-feed.md)."""
+
+    url: str = Field(
+        pattern=r"^https?://", max_length=2000, description="where each change is POSTed"
+    )
+    secret: str | None = Field(
+        None, min_length=16, max_length=200,
+        description="the HMAC-SHA256 key of the signatures (default: a new random one, shown once)",
+    )  # fmt: skip
+    after: int | None = Field(
+        None, ge=0, description="deliver the changes after this seq (default: from now on)"
+    )

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from chronomem.arrays import F32, F64, I64
 from chronomem.model.audit import AuditEntry, Closure
+from chronomem.model.change import Change, Webhook, WebhookFailure
 from chronomem.model.event import Event, Link
 from chronomem.model.keys import ApiKey
 from chronomem.model.record import Record
@@ -416,6 +417,37 @@ class MemoryStore(Protocol):
     def set_space_clock(self, space: str, now_us: int | None) -> None:
         """Set the space's simulated now (``None``: back to the wall clock)."""
         ...
+
+    # -- the change feed and webhooks (docs/design/change-feed.md) ----------------------------
+    # Every method above that changes a space appends its changes to the feed, in its
+    # transaction; these read the feed and keep the webhook subscriptions.
+    def changes(self, space: str, after: int, limit: int) -> list[Change]:
+        """At most ``limit`` changes of ``space`` after ``seq = after``, oldest first."""
+        ...
+
+    def feed_head(self, space: str) -> int:
+        """The newest change's ``seq`` (0: none)."""
+        ...
+
+    def insert_webhook(self, hook: Webhook) -> None: ...
+
+    def webhooks(self, space: str | None = None) -> list[Webhook]:
+        """Subscriptions of ``space`` (``None``: all), without their secrets."""
+        ...
+
+    def get_webhook(self, webhook_id: str, *, secret: bool = False) -> Webhook | None: ...
+
+    def delete_webhook(self, space: str, webhook_id: str) -> bool: ...
+
+    def lease_webhook(self, webhook_id: str, owner: str, now_us: int, until_us: int) -> bool:
+        """Take or renew the right to deliver a subscription; ``False``: another holds it."""
+        ...
+
+    def webhook_delivered(self, webhook_id: str, seq: int) -> None: ...
+
+    def webhook_failed(self, failure: WebhookFailure, next_attempt_us: int) -> None: ...
+
+    def webhook_failures(self, webhook_id: str) -> list[WebhookFailure]: ...
 
     # -- review and the access log -----------------------------------------------------------
     def put_proposals(self, space: str, found: Sequence[Proposal]) -> None:

@@ -172,6 +172,50 @@ _REVIEW = (
     )""",
 )
 
+# The change feed (docs/design/change-feed.md): numbered per space by spaces.feed_seq, under the
+# row lock that serialises the space's writers, so a space's feed commits in seq order.
+_FEED = (
+    "ALTER TABLE spaces ADD COLUMN feed_seq BIGINT NOT NULL DEFAULT 0",
+    """CREATE TABLE changes (
+        pk        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        space     TEXT COLLATE "C" NOT NULL,
+        seq       BIGINT NOT NULL,
+        id        TEXT COLLATE "C" NOT NULL UNIQUE,
+        at        TIMESTAMPTZ NOT NULL,
+        kind      TEXT COLLATE "C" NOT NULL,
+        record_id TEXT COLLATE "C",
+        agent     TEXT COLLATE "C",
+        actor     TEXT COLLATE "C",
+        reason    TEXT COLLATE "C",
+        detail    TEXT COLLATE "C" NOT NULL DEFAULT '{}',
+        UNIQUE (space, seq)
+    )""",
+    """CREATE TABLE webhooks (
+        id              TEXT COLLATE "C" PRIMARY KEY,
+        space           TEXT COLLATE "C" NOT NULL,
+        url             TEXT COLLATE "C" NOT NULL,
+        secret          TEXT COLLATE "C" NOT NULL,
+        created_at      TIMESTAMPTZ NOT NULL,
+        delivered       BIGINT NOT NULL DEFAULT 0,
+        failures        INTEGER NOT NULL DEFAULT 0,
+        last_error      TEXT COLLATE "C",
+        next_attempt_at TIMESTAMPTZ,
+        lease_owner     TEXT COLLATE "C",
+        lease_until     TIMESTAMPTZ
+    )""",
+    """CREATE TABLE webhook_failures (
+        pk         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        webhook_id TEXT COLLATE "C" NOT NULL,
+        at         TIMESTAMPTZ NOT NULL,
+        seq        BIGINT NOT NULL,
+        event_id   TEXT COLLATE "C" NOT NULL,
+        attempt    INTEGER NOT NULL,
+        status     INTEGER,
+        error      TEXT COLLATE "C" NOT NULL
+    )""",
+    "CREATE INDEX webhook_failures_by_hook ON webhook_failures(webhook_id, pk)",
+)
+
 PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "records, agents, spaces, lifecycle, audit, events, links, postings", _INITIAL),
     Migration(2, "passage vectors", ("ALTER TABLE records ADD COLUMN passages BYTEA",)),
@@ -223,4 +267,5 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
         "review proposals carry the change they propose (extracted memories)",
         ("ALTER TABLE review_proposals ADD COLUMN change TEXT NOT NULL DEFAULT '{}'",),
     ),
+    Migration(11, "the change feed and webhook subscriptions", _FEED),
 )

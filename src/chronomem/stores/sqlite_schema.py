@@ -176,6 +176,49 @@ _SERVICE = (
     )""",
 )
 
+# The change feed (docs/design/change-feed.md): numbered per space by spaces.feed_seq.
+_FEED = (
+    "ALTER TABLE spaces ADD COLUMN feed_seq INTEGER NOT NULL DEFAULT 0",
+    """CREATE TABLE changes (
+        pk        INTEGER PRIMARY KEY AUTOINCREMENT,
+        space     TEXT NOT NULL,
+        seq       INTEGER NOT NULL,
+        id        TEXT NOT NULL UNIQUE,
+        at        INTEGER NOT NULL,
+        kind      TEXT NOT NULL,
+        record_id TEXT,
+        agent     TEXT,
+        actor     TEXT,
+        reason    TEXT,
+        detail    TEXT NOT NULL DEFAULT '{}',
+        UNIQUE (space, seq)
+    )""",
+    """CREATE TABLE webhooks (
+        id              TEXT PRIMARY KEY,
+        space           TEXT NOT NULL,
+        url             TEXT NOT NULL,
+        secret          TEXT NOT NULL,
+        created_at      INTEGER NOT NULL,
+        delivered       INTEGER NOT NULL DEFAULT 0,
+        failures        INTEGER NOT NULL DEFAULT 0,
+        last_error      TEXT,
+        next_attempt_at INTEGER,
+        lease_owner     TEXT,
+        lease_until     INTEGER
+    )""",
+    """CREATE TABLE webhook_failures (
+        pk         INTEGER PRIMARY KEY AUTOINCREMENT,
+        webhook_id TEXT NOT NULL,
+        at         INTEGER NOT NULL,
+        seq        INTEGER NOT NULL,
+        event_id   TEXT NOT NULL,
+        attempt    INTEGER NOT NULL,
+        status     INTEGER,
+        error      TEXT NOT NULL
+    )""",
+    "CREATE INDEX webhook_failures_by_hook ON webhook_failures(webhook_id, pk)",
+)
+
 _REVIEW = (
     """CREATE TABLE review_proposals (
         space           TEXT NOT NULL,
@@ -271,4 +314,5 @@ MIGRATIONS: tuple[Migration, ...] = (
         "review proposals carry the change they propose (extracted memories)",
         ("ALTER TABLE review_proposals ADD COLUMN change TEXT NOT NULL DEFAULT '{}'",),
     ),
+    Migration(15, "the change feed and webhook subscriptions", _FEED),
 )

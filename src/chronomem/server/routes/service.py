@@ -37,8 +37,11 @@ class Service:
     spaces: Spaces
     gate: Gate
 
-    def allow(self, auth: HTTPAuthorizationCredentials | None, space: str, needed: Scope) -> Caller:
-        """The caller, allowed to do ``needed`` on ``space`` — or the gate's refusal."""
+    def allow(
+        self, auth: HTTPAuthorizationCredentials | None, space: str | None, needed: Scope
+    ) -> Caller:
+        """The caller, allowed to do ``needed`` on ``space`` (``None``: the service itself) —
+        or the gate's refusal."""
         return self.gate.caller(token(auth), space, needed)
 
     def memory(self, space: str) -> Memory:
@@ -92,26 +95,31 @@ class Routes(APIRouter):
             return
         if isinstance(kwargs.get("response_model"), DefaultPlaceholder):
             kwargs["response_model"] = returns
-        super().add_api_route(path, _written(endpoint, TypeAdapter(returns)), **kwargs)
+        status = kwargs.get("status_code") or 200
+        super().add_api_route(path, _written(endpoint, TypeAdapter(returns), status), **kwargs)
 
 
-def _written(endpoint: Callable[..., Any], adapter: TypeAdapter[Any]) -> Callable[..., Any]:
-    """``endpoint`` answering with its value as JSON. Its signature (``__wrapped__``) is what
-    FastAPI reads for the parameters."""
+def _written(
+    endpoint: Callable[..., Any], adapter: TypeAdapter[Any], status: int
+) -> Callable[..., Any]:
+    """``endpoint`` answering with its value as JSON, with the route's ``status``. Its
+    signature (``__wrapped__``) is what FastAPI reads for the parameters."""
     if inspect.iscoroutinefunction(endpoint):
 
         @functools.wraps(endpoint)
         async def answer_later(*args: Any, **kwargs: Any) -> Response:
-            return _json(adapter, await endpoint(*args, **kwargs))
+            return _json(adapter, await endpoint(*args, **kwargs), status)
 
         return answer_later
 
     @functools.wraps(endpoint)
     def answer(*args: Any, **kwargs: Any) -> Response:
-        return _json(adapter, endpoint(*args, **kwargs))
+        return _json(adapter, endpoint(*args, **kwargs), status)
 
     return answer
 
 
-def _json(adapter: TypeAdapter[Any], value: Any) -> Response:
-    return Response(adapter.dump_json(value, by_alias=True), media_type="application/json")
+def _json(adapter: TypeAdapter[Any], value: Any, status: int) -> Response:
+    return Response(
+        adapter.dump_json(value, by_alias=True), status_code=status, media_type="application/json"
+    )

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 
 from chronomem.model.audit import AuditEntry
+from chronomem.stores.sql import changes
 from chronomem.stores.sql.backend import SQLBackend, instant_param, json_text, read_instant
 from chronomem.telemetry.requests import current_request_id
 
@@ -28,6 +29,7 @@ def append_audit(db: SQLBackend, space: str, entries: Sequence[AuditEntry]) -> N
                 for e in entries
             ],
         )  # fmt: skip
+        changes.append_changes(db, space, [changes.audited(e) for e in entries])
 
 
 def _detail(entry: AuditEntry, request: str | None) -> dict[str, object]:

@@ -7,7 +7,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from chronomem.arrays import F32
+from chronomem.model.change import ChangeRow
 from chronomem.model.event import Event, EventKind, Link, Provenance
+from chronomem.stores.sql import changes
 from chronomem.stores.sql.backend import (
     SQLBackend,
     bump,
@@ -80,6 +82,8 @@ def insert_event(db: SQLBackend, space: str, event: Event, embedding: F32 | None
                 json_text(dict(event.metadata)), vector_blob(embedding),
             ),
         )  # fmt: skip
+        detail = {"event_id": event.id, "kind": event.kind.value}
+        changes.append_changes(db, space, [ChangeRow(kind="event", detail=detail)])
 
 
 def get_events(db: SQLBackend, space: str, ids: Sequence[str]) -> list[Event]:
@@ -132,6 +136,8 @@ def put_link(db: SQLBackend, space: str, link: Link) -> None:
                 link.similarity, instant_param(db, link.created_at),
             ),
         )  # fmt: skip
+        detail = {"cause": link.cause, "effect": link.effect, "weight": link.weight}
+        changes.append_changes(db, space, [ChangeRow(kind="link", detail=detail)])
 
 
 def get_link(db: SQLBackend, space: str, cause: str, effect: str) -> Link | None:
@@ -150,6 +156,8 @@ def delete_link(db: SQLBackend, space: str, cause: str, effect: str) -> bool:
         )
         if cur.rowcount:
             bump(db, space)
+            unlinked = ChangeRow(kind="unlink", detail={"cause": cause, "effect": effect})
+            changes.append_changes(db, space, [unlinked])
     return cur.rowcount > 0
 
 

@@ -78,4 +78,5 @@ class StoreMetadata:
         return reembed.cancel(self)
 
     def spaces(self: SQLBackend) -> list[str]:
-        return sorted(r[0] for r in self._query("SELECT space FROM spaces"))
+        # "" is the service's own change feed (chronomem.model.change.SERVICE_FEED), no space
+        return sorted(r[0] for r in self._query("SELECT space FROM spaces WHERE space <> ''"))

@@ -19,7 +19,7 @@ from chronomem.model.record import (
     Status,
 )
 from chronomem.stores.base import StoredRecord
-from chronomem.stores.sql import fulltext
+from chronomem.stores.sql import changes, fulltext
 from chronomem.stores.sql.backend import (
     SQLBackend,
     bump,
@@ -185,6 +185,7 @@ def insert_records(db: SQLBackend, space: str, items: Sequence[StoredRecord]) ->
             " WHERE space = ? AND agent = ?",
             [(amount, space, agent) for agent, amount in sorted(added.items())],
         )
+        changes.append_changes(db, space, [changes.written(i.record) for i in items])
 
 
 def touch(

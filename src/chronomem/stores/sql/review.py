@@ -6,7 +6,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from chronomem.model.change import ChangeRow
 from chronomem.model.review import Access, Proposal, ProposalStatus, ReviewAction
+from chronomem.stores.sql import changes
 from chronomem.stores.sql.backend import (
     SQLBackend,
     chunks,
@@ -96,6 +98,11 @@ def decide_proposal(
             " decision_reason = ? WHERE space = ? AND id = ? AND status = 'open'",
             (status.value, db._bind(at_us), by, reason, space, proposal_id),
         )
+        if cur.rowcount == 1:
+            decision = {"proposal_id": proposal_id, "decision": status.value}
+            changes.append_changes(
+                db, space, [ChangeRow(kind="review", actor=by, reason=reason, detail=decision)]
+            )
     return cur.rowcount == 1
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from chronomem.model.change import SERVICE_FEED, ChangeRow
 from chronomem.model.keys import ApiKey, Scope
+from chronomem.stores.sql import changes
 from chronomem.stores.sql.backend import SQLBackend, instant_param, read_instant
 
 __all__ = [
@@ -43,6 +45,7 @@ def insert_key(db: SQLBackend, key: ApiKey) -> None:
                 instant_param(db, key.created_at), instant_param(db, key.revoked_at),
             ),
         )  # fmt: skip
+        _key_changed(db, key, "created")
 
 
 def get_key(db: SQLBackend, key_id: str) -> ApiKey | None:
@@ -61,7 +64,18 @@ def revoke_key(db: SQLBackend, key_id: str, at_us: int) -> bool:
             "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
             (db._bind(at_us), key_id),
         )
+        key = get_key(db, key_id) if cur.rowcount == 1 else None
+        if key is not None:
+            _key_changed(db, key, "revoked")
     return cur.rowcount == 1
+
+
+def _key_changed(db: SQLBackend, key: ApiKey, change: str) -> None:
+    """A key's creation or revocation in the feed of its space (a key bound to no space: the
+    service's feed). The secret's digest is not part of it."""
+    detail = {"key_id": key.id, "scope": key.scope.value, "label": key.label, "change": change}
+    feed = SERVICE_FEED if key.space is None else key.space
+    changes.append_changes(db, feed, [ChangeRow(kind="key", detail=detail)])
 
 
 def space_clock(db: SQLBackend, space: str) -> int | None:

@@ -16,6 +16,8 @@ each contract method is one call into the module of its concern:
 ``sql/review.py``         review proposals, the access log, per-space settings
 ``sql/metadata.py``       the model and dimension, store-wide settings, spaces
 ``sql/reembed.py``        a switch to another embedding model
+``sql/changes.py``        the change feed (``FeedStore``, with ``sql/webhooks.py``)
+``sql/webhooks.py``       webhook subscriptions: cursors, leases, failed attempts
 ========================  =================================================================
 
 A backend subclass (:class:`~chronomem.stores.sqlite.SQLiteStore`,
@@ -60,6 +62,7 @@ from chronomem.stores.sql.metadata import StoreMetadata
 from chronomem.stores.sql.migrations import Migration
 from chronomem.stores.sql.postings_cache import PostingsCache
 from chronomem.stores.sql.service import ServiceStore
+from chronomem.stores.sql.webhooks import FeedStore
 
 __all__ = ["SQLStore", "TransactionState"]
 
@@ -81,7 +84,7 @@ class TransactionState:
     writing: bool = False  # the open transaction is a write
 
 
-class SQLStore(StoreMetadata, ServiceStore):
+class SQLStore(StoreMetadata, ServiceStore, FeedStore):
     """The shared implementation; see the module docstring for what a backend provides."""
 
     location: str

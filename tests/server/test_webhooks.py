@@ -1,0 +1,246 @@
+"""Webhook deliveries of the change feed (docs/design/change-feed.md) to a real local receiver:
+signed, in order, retried with backoff and never skipped, leased between replicas, no text of a
+purged record, and every event received (deduplicated by id) across a restart of a real
+``chronomem serve``."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from chronomem import Memory, SimClock
+from chronomem.server.webhooks import Deliverer, backoff, new_webhook
+from chronomem.stores import open_store
+from chronomem.webhooks import EVENT_ID_HEADER, SIGNATURE_HEADER, sign, verify
+
+from ..conftest import T0, unit
+from .service import serving_process
+
+V = [1.0, 0.0, 0.0, 0.0]
+
+
+@dataclass
+class Receiver:
+    """A webhook receiver on 127.0.0.1: answers each POST with the next status of ``plan``
+    (then 200), after ``delay`` seconds, and keeps what it was sent."""
+
+    plan: list[int] = field(default_factory=list)
+    delay: float = 0.0
+    got: list[tuple[dict[str, str], bytes, int]] = field(default_factory=list)
+    url: str = ""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def answered(self) -> list[dict[str, Any]]:
+        """The bodies it answered 2xx to, in arrival order."""
+        with self.lock:
+            return [json.loads(body) for _, body, status in self.got if status < 300]
+
+
+@contextmanager
+def receiver(**kwargs: Any) -> Iterator[Receiver]:
+    r = Receiver(**kwargs)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            time.sleep(r.delay)
+            with r.lock:
+                status = r.plan.pop(0) if r.plan else 200
+                r.got.append((dict(self.headers), body, status))
+            self.send_response(status)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    r.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield r
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_signatures_check_the_body_the_secret_and_the_time() -> None:
+    body = b'{"seq":1}'
+    header = sign("whsec_0123456789abcdef", body, timestamp=1_700_000_000)
+    assert verify("whsec_0123456789abcdef", body, header, now=1_700_000_100)
+    assert not verify("whsec_0123456789abcdef", b'{"seq":2}', header, now=1_700_000_100)
+    assert not verify("whsec_other_secret_000", body, header, now=1_700_000_100)
+    assert not verify("whsec_0123456789abcdef", body, header, now=1_700_000_301)  # too old
+    assert not verify("whsec_0123456789abcdef", body, "v1=abc", now=1_700_000_000)
+    assert [backoff(n) for n in (1, 2, 3, 9, 10, 40)] == [1, 2, 4, 256, 300, 300]
+
+
+def test_deliveries_are_signed_in_order_and_retried_without_skipping(
+    tmp_path: Path,
+) -> None:
+    clock = SimClock(T0)
+    with Memory.open(tmp_path / "s.db", space="town", embedder=None, clock=clock) as mem, \
+            receiver(plan=[500, 503]) as hook_receiver:  # fmt: skip
+        store = mem._h.store
+        mem.remember("before the subscription", embedding=unit(1, 0, 0, 0))
+        hook = new_webhook("town", hook_receiver.url, None, after=store.feed_head("town"))
+        store.insert_webhook(hook)
+        ids = [mem.remember(f"note {i}", embedding=unit(1, 0, 0, 0)).id for i in range(3)]
+        deliverer = Deliverer(store, clock=clock, base_delay=1.0)
+        try:
+            assert deliverer.run_once() == 0  # 500: attempt 1 failed, next in 1 s
+            assert deliverer.run_once() == 0  # not due yet: nothing sent
+            assert len(hook_receiver.got) == 1
+            clock.advance(seconds=1)
+            assert deliverer.run_once() == 0  # 503: attempt 2, next in 2 s
+            state = store.get_webhook(hook.id)
+            assert state is not None
+            assert (state.failures, state.delivered) == (2, 1)
+            assert state.next_attempt_at == clock.now() + timedelta(seconds=2)
+            clock.advance(seconds=2)
+            assert deliverer.run_once() == 3
+        finally:
+            deliverer.stop()
+        delivered = hook_receiver.answered()
+        assert [(e["seq"], e["record_id"]) for e in delivered] == [(2, ids[0]), (3, ids[1]),
+                                                                    (4, ids[2])]  # fmt: skip
+        # every attempt of change 2 carried the same event id, each signed with the secret
+        assert [h[EVENT_ID_HEADER] for h, _, _ in hook_receiver.got[:3]] == [delivered[0]["id"]] * 3
+        for headers, body, _ in hook_receiver.got:
+            assert verify(hook.secret or "", body, headers[SIGNATURE_HEADER],
+                          now=clock.now().timestamp())  # fmt: skip
+        failures = store.webhook_failures(hook.id)
+        assert [(f.seq, f.attempt, f.status) for f in failures] == [(2, 1, 500), (2, 2, 503)]
+        state = store.get_webhook(hook.id)
+        assert state is not None
+        assert (state.delivered, state.failures, state.last_error) == (
+            4,
+            0,
+            None,
+        )
+
+
+def test_a_purge_before_delivery_leaves_no_text_in_it(tmp_path: Path) -> None:
+    clock = SimClock(T0)
+    with Memory.open(tmp_path / "s.db", space="town", embedder=None, clock=clock) as mem, \
+            receiver(plan=[500]) as hook_receiver:  # fmt: skip
+        store = mem._h.store
+        hook = new_webhook("town", hook_receiver.url, None, after=0)
+        store.insert_webhook(hook)
+        secret_id = mem.remember("the vault code is 4711", embedding=unit(1, 0, 0, 0)).id
+        deliverer = Deliverer(store, clock=clock)
+        try:
+            deliverer.run_once()  # fails: the write is still to deliver
+            assert b"4711" in hook_receiver.got[0][1]
+            mem.forget(secret_id, reason="leaked", purge=True)
+            clock.advance(seconds=5)
+            assert deliverer.run_once() == 2  # the write (now without text) and the purge
+        finally:
+            deliverer.stop()
+        retried = [body for _, body, status in hook_receiver.got if status == 200]
+        assert all(b"4711" not in body for body in retried)
+        assert [json.loads(b)["kind"] for b in retried] == ["write", "purge"]
+        assert json.loads(retried[0])["text"] is None
+
+
+def test_replicas_do_not_deliver_one_subscription_at_once(tmp_path: Path) -> None:
+    clock = SimClock(T0)
+    with Memory.open(tmp_path / "s.db", space="town", embedder=None, clock=clock) as mem, \
+            receiver() as hook_receiver:  # fmt: skip
+        store = mem._h.store
+        hook = new_webhook("town", hook_receiver.url, None, after=0)
+        store.insert_webhook(hook)
+        mem.remember("one", embedding=unit(1, 0, 0, 0))
+        other = open_store(tmp_path / "s.db")
+        first, second = Deliverer(store, clock=clock), Deliverer(other, clock=clock, lease=30)
+        try:
+            assert first.run_once() == 1  # holds the lease for 30 s
+            mem.remember("two", embedding=unit(1, 0, 0, 0))
+            assert second.run_once() == 0  # another replica holds it
+            clock.advance(seconds=31)
+            assert second.run_once() == 1  # the lease ran out: this one takes over
+        finally:
+            first.stop()
+            second.stop()
+            other.close()
+        assert [e["seq"] for e in hook_receiver.answered()] == [1, 2]
+
+
+def test_webhook_subscriptions_over_http(tmp_path: Path) -> None:
+    from .service import running
+
+    with running(tmp_path / "s.db", embedder=None) as (url, _), receiver() as hook_receiver:
+        base = f"{url}/v1/spaces/town"
+        made = httpx.post(f"{base}/webhooks", json={"url": hook_receiver.url, "after": 0})
+        assert made.status_code == 201
+        hook = made.json()
+        assert hook["secret"].startswith("whsec_")
+        assert hook["delivered"] == 0
+        listed = httpx.get(f"{base}/webhooks").json()
+        assert [h["id"] for h in listed] == [hook["id"]]
+        assert listed[0]["secret"] is None
+        assert httpx.post(f"{base}/webhooks", json={"url": "ftp://x"}).status_code == 422
+        short = {"url": hook_receiver.url, "secret": "short"}
+        assert httpx.post(f"{base}/webhooks", json=short).status_code == 422
+        httpx.post(f"{base}/records", json={"text": "hello", "embedding": V}).raise_for_status()
+        deadline = time.monotonic() + 20
+        while not hook_receiver.answered() and time.monotonic() < deadline:
+            time.sleep(0.05)  # the service's delivery loop polls every 0.5 s
+        [event] = hook_receiver.answered()
+        assert event["text"] == "hello"
+        assert httpx.get(f"{base}/webhooks/{hook['id']}/failures").json() == []
+        assert httpx.get(f"{base}/webhooks/nope").status_code == 404
+        assert httpx.delete(f"{base}/webhooks/{hook['id']}").status_code == 204
+        assert httpx.get(f"{base}/webhooks").json() == []
+        assert httpx.delete(f"{base}/webhooks/{hook['id']}").status_code == 404
+
+
+def test_a_receiver_sees_every_change_across_a_service_restart(tmp_path: Path) -> None:
+    """The acceptance check: a real ``chronomem serve`` is stopped while it delivers and
+    started again; deduplicated by event id, the receiver has every change of the feed exactly
+    once, each redelivery identical to its first delivery. The stopped process hands its lease
+    back, so the restarted one delivers at once."""
+    db = tmp_path / "served.db"
+    with receiver(delay=0.03) as hook_receiver:
+        with serving_process(db, "--no-embedder") as url:
+            base = f"{url}/v1/spaces/town"
+            made = httpx.post(f"{base}/webhooks", json={"url": hook_receiver.url, "after": 0})
+            secret = made.json()["secret"]
+            items = [{"text": f"before restart {i}", "embedding": V} for i in range(40)]
+            httpx.post(f"{base}/records/batch", json={"items": items}).raise_for_status()
+            deadline = time.monotonic() + 20
+            while len(hook_receiver.answered()) < 5 and time.monotonic() < deadline:
+                time.sleep(0.02)
+        assert len(hook_receiver.answered()) < 40, "the stop came after every delivery"
+        with serving_process(db, "--no-embedder") as url:
+            base = f"{url}/v1/spaces/town"
+            items = [{"text": f"after restart {i}", "embedding": V} for i in range(10)]
+            httpx.post(f"{base}/records/batch", json={"items": items}).raise_for_status()
+            feed = httpx.get(f"{base}/changes", params={"limit": 1000}).json()
+            start = time.monotonic()
+            while time.monotonic() < start + 60:
+                if {e["id"] for e in hook_receiver.answered()} >= {e["id"] for e in feed}:
+                    break
+                time.sleep(0.1)
+            # well before the stopped process's 30 s lease would have run out
+            assert time.monotonic() - start < 25
+    assert len(feed) == 50
+    by_id: dict[str, dict[str, Any]] = {}
+    for event in hook_receiver.answered():
+        assert by_id.setdefault(event["id"], event) == event  # a redelivery is the same event
+    assert set(by_id) == {e["id"] for e in feed}
+    assert sorted(e["seq"] for e in by_id.values()) == list(range(1, 51))
+    for headers, body, _ in hook_receiver.got:
+        assert verify(secret, body, headers[SIGNATURE_HEADER])
