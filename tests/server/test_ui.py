@@ -117,6 +117,7 @@ def site(tmp_path: Path) -> Iterator[Site]:
         "read": create_key(store, space="a", scope="read", label="reader", now=START)[1],
         "write": create_key(store, space="a", scope="write", label="curator", now=START)[1],
         "other": create_key(store, space="b", scope="admin", label="b-admin", now=START)[1],
+        "empty": create_key(store, space="c", scope="read", label="c-reader", now=START)[1],
     }
     store.close()
     with running(db, embedder=None) as (url, spaces):
@@ -167,6 +168,82 @@ def test_the_as_of_control_shows_what_the_agent_knew_then(browser: Any, site: Si
     page.wait_for_selector("li.record[data-state='superseded']")
     superseded = page.locator("li.record[data-state='superseded'] .text").all_inner_texts()
     assert superseded == ["Install packages with npm"]
+    page.close()
+
+
+def _slider(page: Any) -> dict[str, Any]:
+    """The as-of control as the page shows it: its ends and value (instants), the labels."""
+    found = page.eval_on_selector(
+        "#as-of",
+        """el => ({min: Number(el.min), max: Number(el.max), value: Number(el.value),
+                   valuetext: el.getAttribute('aria-valuetext'),
+                   first: document.getElementById('as-of-first').textContent,
+                   last: document.getElementById('as-of-last').textContent,
+                   label: document.getElementById('as-of-label').textContent})""",
+    )
+    for end in ("min", "max", "value"):
+        found[end] = datetime.fromtimestamp(found[end], UTC)
+    return found
+
+
+def _minute(at: datetime) -> str:
+    return at.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def test_the_as_of_control_spans_the_space_s_records_and_names_their_dates(
+    browser: Any, site: Site
+) -> None:
+    """Space "a" was recorded from START (dev's first instructions) to SUPERSEDED (tom's record,
+    dev's replacement), and its clock reads NOW, seven months on: the control runs over the
+    records (every agent's, tom's being all recorded at SUPERSEDED), not over the months since."""
+    page = _login(browser, site, "read", "/ui/spaces/a?agent=tom")
+    control = _slider(page)
+    first, last = control["min"], control["max"]
+    assert START - timedelta(days=1) < first < START  # the first record is seen to appear
+    assert SUPERSEDED < last < SUPERSEDED + timedelta(days=1)
+    assert (SUPERSEDED - START) / (last - first) > 0.9
+    assert control["first"] == _minute(first)
+    assert control["last"] == _minute(last)
+    assert control["label"] == _minute(NOW) + " (now)"
+
+    page.select_option("#agent", "dev")
+    page.wait_for_selector("#timeline[aria-busy='false']")
+    assert _slider(page)["min"] == first  # the space's span, whichever agent
+    _slide(page, first)
+    assert "Nothing recorded by then" in page.inner_text("#records")
+    assert _slider(page)["label"] == _slider(page)["valuetext"] == _minute(first)
+    _slide(page, START + timedelta(minutes=1))
+    assert "Install packages with npm" in _texts(page, "#records li.record .text")
+    _slide(page, last)
+    assert "Install packages with pnpm, not npm" in _texts(page, "#records li.record .text")
+    assert _slider(page)["label"] == _minute(last)
+    page.close()
+
+
+@pytest.mark.parametrize("key", ["other", "empty"])
+def test_a_space_of_one_instant_or_none_gets_an_hour_either_side(
+    browser: Any, site: Site, key: str
+) -> None:
+    """Space "b" holds one record, of START, and its clock is the real one (today, far from
+    it); space "c" holds nothing: the control spans an hour either side of the one record, or
+    of now."""
+    page = _login(browser, site, key, "/ui")
+    control = _slider(page)
+    now = datetime.now(UTC)
+    assert control["label"].endswith(" (now)")
+    shown = datetime.strptime(control["label"], "%Y-%m-%d %H:%M UTC (now)").replace(tzinfo=UTC)
+    assert abs(shown - now) < timedelta(minutes=2)
+    if key == "other":
+        assert (control["min"], control["max"]) == (START - timedelta(hours=1),
+                                                    START + timedelta(hours=1))  # fmt: skip
+        assert control["value"] == control["max"]  # today lies beyond the data
+    else:
+        assert control["min"] < now < control["max"]
+        span = control["max"] - control["min"]
+        assert timedelta(hours=2) <= span <= timedelta(hours=2, minutes=1)  # to whole minutes
+        assert "Nothing recorded by then" in page.inner_text("#records")
+    assert control["first"] == _minute(control["min"])
+    assert control["last"] == _minute(control["max"])
     page.close()
 
 

@@ -11,13 +11,18 @@ window.chronomem = (function () {
     if (!form) return;
     var space = form.dataset.space, slider = form.querySelector("#as-of");
     var label = form.querySelector("#as-of-label"), pending = null;
+    function show() {  // the chosen instant as a date, to the eye and to a screen reader
+      var text = iso(Number(slider.value)).replace("T", " ").replace("Z", " UTC");
+      label.textContent = text;
+      slider.setAttribute("aria-valuetext", text);
+    }
     function refresh() {
       var params = new URLSearchParams({
         agent: form.querySelector("#agent").value,
         as_of: iso(Number(slider.value)),
         history: form.querySelector("#history").checked ? "true" : "false",
       });
-      label.textContent = iso(Number(slider.value)).replace("T", " ").replace("Z", " UTC");
+      show();
       document.getElementById("timeline-title").textContent =
         "What " + (form.querySelector("#agent").value || "the agent") + " knew";
       if (pending) pending.abort();
@@ -30,9 +35,7 @@ window.chronomem = (function () {
         .catch(function () {});
       history.replaceState(null, "", "?" + params);
     }
-    slider.addEventListener("input", function () {
-      label.textContent = iso(Number(slider.value)).replace("T", " ").replace("Z", " UTC");
-    });
+    slider.addEventListener("input", show);
     slider.addEventListener("change", refresh);
     form.querySelector("#agent").addEventListener("change", refresh);
     form.querySelector("#history").addEventListener("change", refresh);
