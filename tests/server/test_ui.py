@@ -330,6 +330,51 @@ def test_the_explorer_bars_add_up_to_each_score(browser: Any, site: Site) -> Non
     page.close()
 
 
+def test_the_explorer_legend_names_every_bar_in_its_colour(browser: Any, site: Site) -> None:
+    page = _login(browser, site, "read", "/ui/spaces/a/explore?q=install+packages+with+pnpm")
+    page.wait_for_selector("#hits li.hit")
+    legend = page.eval_on_selector_all(
+        "#legend li[data-part]",
+        """items => items.map(li => ({part: li.dataset.part, text: li.textContent.trim(),
+            colour: getComputedStyle(li.querySelector('.swatch')).backgroundColor,
+            size: [li.querySelector('.swatch').offsetWidth,
+                   li.querySelector('.swatch').offsetHeight]}))""",
+    )
+    bars = page.eval_on_selector_all(
+        "#hits li.hit .bars",
+        """boxes => boxes.map(box => ({label: box.getAttribute('aria-label'),
+            role: box.getAttribute('role'),
+            bars: [...box.querySelectorAll('.bar')].map(b => ({part: b.dataset.part,
+                value: Number(b.dataset.value),
+                colour: getComputedStyle(b).backgroundColor}))}))""",
+    )
+    drawn = {bar["part"] for box in bars for bar in box["bars"]}
+    assert {"relevance", "recency", "importance"} <= drawn
+    assert [entry["part"] for entry in legend] == [
+        name for name in ["relevance", "recency", "importance", "causal boost", "newer version",
+                          "latest in its band"] if name in drawn
+    ]  # fmt: skip
+    colours = {entry["part"]: entry["colour"] for entry in legend}
+    assert len(set(colours.values())) == len(colours)  # each part its own colour
+    for entry in legend:
+        assert entry["size"][0] > 0
+        assert entry["size"][1] > 0
+        assert entry["text"].startswith(entry["part"] + ":")  # named in words, with a meaning
+        assert len(entry["text"]) > len(entry["part"]) + 10
+    for box in bars:
+        assert box["role"] == "img"  # the bars say in text what they show
+        for bar in box["bars"]:
+            assert bar["colour"] == colours[bar["part"]]
+            assert f"{bar['part']} {bar['value']:.4f}" in box["label"]
+    assert "add up to its score" in page.inner_text("#legend")
+    above = page.eval_on_selector(
+        "#legend", "l => l.getBoundingClientRect().bottom <= "
+        "document.querySelector('#hits li.hit').getBoundingClientRect().top"
+    )  # fmt: skip
+    assert above  # read before the bars, not after the last hit
+    page.close()
+
+
 def test_the_causal_view_lights_the_crisis_and_its_ancestors(browser: Any, site: Site) -> None:
     page = _login(browser, site, "read", f"/ui/spaces/a/causal?crisis={site.ids['riot']}")
     page.wait_for_selector("#graph[data-ready='true']")

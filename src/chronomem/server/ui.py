@@ -47,6 +47,16 @@ _GRAPH_EVENTS = 2_000  # the causal page draws at most this many events
 _CITES = "cites it as evidence"
 _PAD = timedelta(hours=1)  # the as-of control's margin when a space's records span no time
 _MINUTE = timedelta(minutes=1)
+#: The recall explorer's legend: each part of a score as ``Breakdown.contributions()`` names it,
+#: in the order the bars draw them, and what it is.
+_PARTS = {
+    "relevance": "how well the text matches the question (dense, lexical or hybrid) × its weight",
+    "recency": "how lately it was last read, by elapsed time × its weight",
+    "importance": "its importance, 1 to 10 × its weight",
+    "causal boost": "the lift from a cause of the crisis it is tied to",
+    "newer version": "part of the score of the older version it updates",
+    "latest in its band": "preferring the later of close-scoring versions of one fact",
+}
 _TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 
 
@@ -281,9 +291,13 @@ def mount_ui(app: FastAPI, spaces: Spaces, gate: Gate) -> None:
             except ChronomemError as exc:
                 error = str(exc)
         top = max((h.score for h in hits), default=1.0) or 1.0
+        drawn = {name for h in hits if h.breakdown for name in h.breakdown.contributions()}
+        legend = [(name, meaning) for name, meaning in _PARTS.items() if name in drawn]
+        legend += [(name, "") for name in sorted(drawn - _PARTS.keys())]
         return page(
             request, "explore.html", space, q=q, as_of=as_of or "", preset=preset, agent=agent,
             touch=touch, k=k, hits=hits, top=top, error=error, agents=memory.agents(),
+            legend=legend,
         )  # fmt: skip
 
     @app.get("/ui/spaces/{space}/causal", include_in_schema=False)
