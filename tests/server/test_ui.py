@@ -247,6 +247,73 @@ def test_a_space_of_one_instant_or_none_gets_an_hour_either_side(
     page.close()
 
 
+LONG = "\n".join(
+    f"Step {i}: migrate shard {i} of the orders table, then compare its row counts"
+    for i in range(40)
+)
+
+_FOLD = """li => { const text = li.querySelector('.fold');
+    const toggle = li.querySelector('.fold-toggle');
+    return {height: text.clientHeight, full: text.scrollHeight,
+            line: parseFloat(getComputedStyle(text).lineHeight), id: text.id,
+            toggle: toggle && {text: toggle.textContent, expanded: toggle.ariaExpanded,
+                               controls: toggle.getAttribute('aria-controls'),
+                               focused: document.activeElement === toggle}}; }"""
+
+
+def test_a_long_record_folds_to_its_first_lines_and_opens_from_the_keyboard(
+    browser: Any, site: Site
+) -> None:
+    clock = SimClock(START + timedelta(days=1))
+    with Memory.open(site.db, embedder=None, clock=clock, space="a") as mem:
+        long_id = mem.remember(LONG, agent="dev", kind="instruction", embedding=unit(0, 1, 0, 1)).id
+    page = _login(browser, site, "read", "/ui/spaces/a?agent=dev")
+    item = page.locator(f"li.record[data-id='{long_id}']")
+    folded = item.evaluate(_FOLD)
+    assert folded["height"] <= 4.5 * folded["line"]  # the first four lines
+    assert folded["full"] >= 40 * folded["line"]  # of forty
+    assert item.locator(".meta .id").inner_text() == long_id  # which record it is stays in view
+    assert item.locator(".meta .when").inner_text() == "2025-03-02 09:00"
+    assert item.locator(".meta .kind").inner_text() == "instruction"
+    for part in (".meta .id", ".meta .when", ".meta .kind"):
+        assert item.locator(part).is_visible()
+    assert item.locator(".fold").inner_text().startswith("Step 0: migrate shard 0")
+    assert page.locator("li.record .fold-toggle").count() == 1  # short records fold nothing
+    assert folded["toggle"] == {"text": "Show more", "expanded": "false",
+                                "controls": folded["id"], "focused": False}  # fmt: skip
+
+    item.locator(".fold").focus()  # the record's link, then its toggle, by the keyboard
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    opened = item.evaluate(_FOLD)
+    assert opened["height"] == opened["full"] == folded["full"]
+    assert opened["toggle"] == {"text": "Show less", "expanded": "true",
+                                "controls": folded["id"], "focused": True}  # fmt: skip
+    page.keyboard.press("Space")
+    assert item.evaluate(_FOLD)["height"] == folded["height"]
+    assert page.url.endswith("/ui/spaces/a?agent=dev")  # toggling is not following the link
+
+    _slide(page, SUPERSEDED + timedelta(days=1))  # a list the server sends again folds too
+    again = page.locator(f"li.record[data-id='{long_id}']")
+    assert again.evaluate(_FOLD)["height"] == folded["height"]
+    again.locator(".fold-toggle").click()
+    assert again.evaluate(_FOLD)["height"] == folded["full"]
+
+    page.goto(f"{site.url}/ui/spaces/a/explore?q=migrate+shard+orders")
+    hit = page.locator("#hits li.hit >> nth=0")
+    assert hit.locator(".meta .id").inner_text() == long_id
+    assert hit.evaluate(_FOLD)["height"] == folded["height"]
+    assert hit.evaluate(_FOLD)["toggle"]["text"] == "Show more"
+
+    page.goto(f"{site.url}/ui/spaces/a/records/{long_id}")  # its own page shows it whole
+    whole = page.eval_on_selector("#record-text", "h => [h.clientHeight, h.scrollHeight]")
+    assert whole[0] >= whole[1]
+    assert page.inner_text("#record-text") == LONG
+    assert page.locator("#record-text + .fold-toggle").count() == 0
+    assert page.locator("#chain .fold-toggle").count() == 1  # where it is one version of many
+    page.close()
+
+
 def test_the_record_page_shows_the_chain_the_audit_and_the_ratings(
     browser: Any, site: Site
 ) -> None:

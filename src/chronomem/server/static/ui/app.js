@@ -31,7 +31,11 @@ window.chronomem = (function () {
       box.setAttribute("aria-busy", "true");
       fetch("/ui/spaces/" + encodeURIComponent(space) + "/timeline?" + params, { signal: pending.signal })
         .then(function (r) { return r.text(); })
-        .then(function (html) { box.innerHTML = html; box.setAttribute("aria-busy", "false"); })
+        .then(function (html) {
+          box.innerHTML = html;
+          fold(box);
+          box.setAttribute("aria-busy", "false");
+        })
         .catch(function () {});
       history.replaceState(null, "", "?" + params);
     }
@@ -40,6 +44,39 @@ window.chronomem = (function () {
     form.querySelector("#agent").addEventListener("change", refresh);
     form.querySelector("#history").addEventListener("change", refresh);
   }
+
+  // Long records fold to their first lines (the stylesheet clamps every .fold). A fold that
+  // hides something gets a button right after it, so the keyboard reaches it next after the
+  // record's link; the button says whether the text is open (aria-expanded).
+  var folds = 0;
+  function fold(root) {
+    root.querySelectorAll(".fold").forEach(function (text) {
+      var next = text.nextElementSibling;
+      var toggle = next && next.classList.contains("fold-toggle") ? next : null;
+      var hides = text.scrollHeight > text.clientHeight + 1;
+      if (toggle) {
+        if (toggle.getAttribute("aria-expanded") === "false") toggle.hidden = !hides;
+        return;
+      }
+      if (!hides) return;
+      text.id = text.id || "fold-" + (++folds);
+      toggle = document.createElement("button");
+      toggle.type = "button";
+      toggle.className = "fold-toggle";
+      toggle.textContent = "Show more";
+      toggle.setAttribute("aria-expanded", "false");
+      toggle.setAttribute("aria-controls", text.id);
+      text.insertAdjacentElement("afterend", toggle);
+    });
+  }
+  document.addEventListener("click", function (event) {
+    var toggle = event.target.closest && event.target.closest(".fold-toggle");
+    if (!toggle) return;
+    var open = toggle.getAttribute("aria-expanded") !== "true";
+    document.getElementById(toggle.getAttribute("aria-controls")).classList.toggle("unfolded", open);
+    toggle.setAttribute("aria-expanded", String(open));
+    toggle.textContent = open ? "Show less" : "Show more";
+  });
 
   // The causal view: events and weighted links; a chosen crisis and its ancestors stand out.
   function graph(box) {
@@ -74,6 +111,12 @@ window.chronomem = (function () {
 
   document.addEventListener("DOMContentLoaded", function () {
     timeline(document.getElementById("timeline-controls"));
+    fold(document);
+    var resized = null;  // a narrower window may hide more, a wider one less
+    window.addEventListener("resize", function () {
+      clearTimeout(resized);
+      resized = setTimeout(function () { fold(document); }, 150);
+    });
   });
   return { graph: graph };
 })();
