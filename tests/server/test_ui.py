@@ -125,8 +125,8 @@ def site(tmp_path: Path) -> Iterator[Site]:
         yield Site(url, db, keys, ids)
 
 
-def _login(browser: Any, site: Site, key: str, path: str) -> Any:
-    page = browser.new_page()
+def _login(browser: Any, site: Site, key: str, path: str, width: int = 1280) -> Any:
+    page = browser.new_page(viewport={"width": width, "height": 800})
     page.goto(f"{site.url}/ui/login?next={path}")
     page.fill("#key", site.keys[key])
     page.click("#login")
@@ -496,6 +496,51 @@ def test_a_read_key_sees_the_queue_but_cannot_approve(browser: Any, site: Site) 
     assert "write" in page.inner_text("#error")
     with Memory.open(site.db, embedder=None, space="a") as mem:
         assert mem.get(site.ids["pin"]).status.value == "open"
+    page.close()
+
+
+_NAV = """() => [...document.querySelectorAll('header nav a, header .brand, header .logout button')]
+    .map(a => { const r = a.getBoundingClientRect();
+        const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+        return {text: a.textContent.trim(), left: r.left, right: r.right, width: r.width,
+                height: r.height, reached: a === hit || a.contains(hit)}; })"""
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/ui/spaces/a?agent=dev", "/ui/spaces/a/explore?q=install+packages+see",
+     "/ui/spaces/a/causal?crisis={riot}", "/ui/spaces/a/review", "/ui/spaces/a/records/{url}"],
+)  # fmt: skip
+def test_at_400_px_nothing_overflows_and_every_link_of_the_navigation_works(
+    browser: Any, site: Site, path: str
+) -> None:
+    """A phone's width: the page scrolls down, never sideways, and the navigation wraps with
+    every link in view and the one a tap at its middle reaches — even beside a record of one
+    unbroken 180-character word, or an event whose name is wider than the screen."""
+    with Memory.open(site.db, embedder=None, clock=SimClock(START), space="a") as mem:
+        url = mem.remember("see https://example.org/" + "x" * 160, agent="dev",
+                           embedding=unit(1, 1, 1, 0)).id  # fmt: skip
+        mem.add_event("the harvest festival, " * 8, occurred_at=START)  # a wide choice
+    page = _login(browser, site, "write", path.format(url=url, **site.ids), width=400)
+    if "causal" in path:
+        page.wait_for_selector("#graph[data-ready='true']")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 400
+    links = page.evaluate(_NAV)
+    assert [link["text"] for link in links] == [
+        "chronomem", "Timeline", "Recall explorer", "Causes", "Review", "Log out"
+    ]  # fmt: skip
+    for link in links:
+        assert 0 <= link["left"] < link["right"] <= 400, link
+        assert link["width"] > 0, link
+        assert link["height"] > 0, link
+        assert link["reached"], link
+    if path.startswith("/ui/spaces/a?"):  # and a tap on each goes where it says
+        for name, target in [("Recall explorer", "/explore"), ("Causes", "/causal"),
+                             ("Review", "/review"), ("Timeline", "/ui/spaces/a")]:  # fmt: skip
+            page.click(f"header nav >> text={name}")
+            page.wait_for_load_state()
+            assert page.url.endswith(target)
+            assert page.evaluate("document.documentElement.scrollWidth") <= 400
     page.close()
 
 
