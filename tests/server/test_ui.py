@@ -117,6 +117,7 @@ def site(tmp_path: Path) -> Iterator[Site]:
         "read": create_key(store, space="a", scope="read", label="reader", now=START)[1],
         "write": create_key(store, space="a", scope="write", label="curator", now=START)[1],
         "other": create_key(store, space="b", scope="admin", label="b-admin", now=START)[1],
+        "empty": create_key(store, space="c", scope="read", label="c-reader", now=START)[1],
     }
     store.close()
     with running(db, embedder=None) as (url, spaces):
@@ -124,8 +125,8 @@ def site(tmp_path: Path) -> Iterator[Site]:
         yield Site(url, db, keys, ids)
 
 
-def _login(browser: Any, site: Site, key: str, path: str) -> Any:
-    page = browser.new_page()
+def _login(browser: Any, site: Site, key: str, path: str, width: int = 1280) -> Any:
+    page = browser.new_page(viewport={"width": width, "height": 800})
     page.goto(f"{site.url}/ui/login?next={path}")
     page.fill("#key", site.keys[key])
     page.click("#login")
@@ -167,6 +168,149 @@ def test_the_as_of_control_shows_what_the_agent_knew_then(browser: Any, site: Si
     page.wait_for_selector("li.record[data-state='superseded']")
     superseded = page.locator("li.record[data-state='superseded'] .text").all_inner_texts()
     assert superseded == ["Install packages with npm"]
+    page.close()
+
+
+def _slider(page: Any) -> dict[str, Any]:
+    """The as-of control as the page shows it: its ends and value (instants), the labels."""
+    found = page.eval_on_selector(
+        "#as-of",
+        """el => ({min: Number(el.min), max: Number(el.max), value: Number(el.value),
+                   valuetext: el.getAttribute('aria-valuetext'),
+                   first: document.getElementById('as-of-first').textContent,
+                   last: document.getElementById('as-of-last').textContent,
+                   label: document.getElementById('as-of-label').textContent})""",
+    )
+    for end in ("min", "max", "value"):
+        found[end] = datetime.fromtimestamp(found[end], UTC)
+    return found
+
+
+def _minute(at: datetime) -> str:
+    return at.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def test_the_as_of_control_spans_the_space_s_records_and_names_their_dates(
+    browser: Any, site: Site
+) -> None:
+    """Space "a" was recorded from START (dev's first instructions) to SUPERSEDED (tom's record,
+    dev's replacement), and its clock reads NOW, seven months on: the control runs over the
+    records (every agent's, tom's being all recorded at SUPERSEDED), not over the months since."""
+    page = _login(browser, site, "read", "/ui/spaces/a?agent=tom")
+    control = _slider(page)
+    first, last = control["min"], control["max"]
+    assert START - timedelta(days=1) < first < START  # the first record is seen to appear
+    assert SUPERSEDED < last < SUPERSEDED + timedelta(days=1)
+    assert (SUPERSEDED - START) / (last - first) > 0.9
+    assert control["first"] == _minute(first)
+    assert control["last"] == _minute(last)
+    assert control["label"] == _minute(NOW) + " (now)"
+
+    page.select_option("#agent", "dev")
+    page.wait_for_selector("#timeline[aria-busy='false']")
+    assert _slider(page)["min"] == first  # the space's span, whichever agent
+    _slide(page, first)
+    assert "Nothing recorded by then" in page.inner_text("#records")
+    assert _slider(page)["label"] == _slider(page)["valuetext"] == _minute(first)
+    _slide(page, START + timedelta(minutes=1))
+    assert "Install packages with npm" in _texts(page, "#records li.record .text")
+    _slide(page, last)
+    assert "Install packages with pnpm, not npm" in _texts(page, "#records li.record .text")
+    assert _slider(page)["label"] == _minute(last)
+    page.close()
+
+
+@pytest.mark.parametrize("key", ["other", "empty"])
+def test_a_space_of_one_instant_or_none_gets_an_hour_either_side(
+    browser: Any, site: Site, key: str
+) -> None:
+    """Space "b" holds one record, of START, and its clock is the real one (today, far from
+    it); space "c" holds nothing: the control spans an hour either side of the one record, or
+    of now."""
+    page = _login(browser, site, key, "/ui")
+    control = _slider(page)
+    now = datetime.now(UTC)
+    assert control["label"].endswith(" (now)")
+    shown = datetime.strptime(control["label"], "%Y-%m-%d %H:%M UTC (now)").replace(tzinfo=UTC)
+    assert abs(shown - now) < timedelta(minutes=2)
+    if key == "other":
+        assert (control["min"], control["max"]) == (START - timedelta(hours=1),
+                                                    START + timedelta(hours=1))  # fmt: skip
+        assert control["value"] == control["max"]  # today lies beyond the data
+    else:
+        assert control["min"] < now < control["max"]
+        span = control["max"] - control["min"]
+        assert timedelta(hours=2) <= span <= timedelta(hours=2, minutes=1)  # to whole minutes
+        assert "Nothing recorded by then" in page.inner_text("#records")
+    assert control["first"] == _minute(control["min"])
+    assert control["last"] == _minute(control["max"])
+    page.close()
+
+
+LONG = "\n".join(
+    f"Step {i}: migrate shard {i} of the orders table, then compare its row counts"
+    for i in range(40)
+)
+
+_FOLD = """li => { const text = li.querySelector('.fold');
+    const toggle = li.querySelector('.fold-toggle');
+    return {height: text.clientHeight, full: text.scrollHeight,
+            line: parseFloat(getComputedStyle(text).lineHeight), id: text.id,
+            toggle: toggle && {text: toggle.textContent, expanded: toggle.ariaExpanded,
+                               controls: toggle.getAttribute('aria-controls'),
+                               focused: document.activeElement === toggle}}; }"""
+
+
+def test_a_long_record_folds_to_its_first_lines_and_opens_from_the_keyboard(
+    browser: Any, site: Site
+) -> None:
+    clock = SimClock(START + timedelta(days=1))
+    with Memory.open(site.db, embedder=None, clock=clock, space="a") as mem:
+        long_id = mem.remember(LONG, agent="dev", kind="instruction", embedding=unit(0, 1, 0, 1)).id
+    page = _login(browser, site, "read", "/ui/spaces/a?agent=dev")
+    item = page.locator(f"li.record[data-id='{long_id}']")
+    folded = item.evaluate(_FOLD)
+    assert folded["height"] <= 4.5 * folded["line"]  # the first four lines
+    assert folded["full"] >= 40 * folded["line"]  # of forty
+    assert item.locator(".meta .id").inner_text() == long_id  # which record it is stays in view
+    assert item.locator(".meta .when").inner_text() == "2025-03-02 09:00"
+    assert item.locator(".meta .kind").inner_text() == "instruction"
+    for part in (".meta .id", ".meta .when", ".meta .kind"):
+        assert item.locator(part).is_visible()
+    assert item.locator(".fold").inner_text().startswith("Step 0: migrate shard 0")
+    assert page.locator("li.record .fold-toggle").count() == 1  # short records fold nothing
+    assert folded["toggle"] == {"text": "Show more", "expanded": "false",
+                                "controls": folded["id"], "focused": False}  # fmt: skip
+
+    item.locator(".fold").focus()  # the record's link, then its toggle, by the keyboard
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    opened = item.evaluate(_FOLD)
+    assert opened["height"] == opened["full"] == folded["full"]
+    assert opened["toggle"] == {"text": "Show less", "expanded": "true",
+                                "controls": folded["id"], "focused": True}  # fmt: skip
+    page.keyboard.press("Space")
+    assert item.evaluate(_FOLD)["height"] == folded["height"]
+    assert page.url.endswith("/ui/spaces/a?agent=dev")  # toggling is not following the link
+
+    _slide(page, SUPERSEDED + timedelta(days=1))  # a list the server sends again folds too
+    again = page.locator(f"li.record[data-id='{long_id}']")
+    assert again.evaluate(_FOLD)["height"] == folded["height"]
+    again.locator(".fold-toggle").click()
+    assert again.evaluate(_FOLD)["height"] == folded["full"]
+
+    page.goto(f"{site.url}/ui/spaces/a/explore?q=migrate+shard+orders")
+    hit = page.locator("#hits li.hit >> nth=0")
+    assert hit.locator(".meta .id").inner_text() == long_id
+    assert hit.evaluate(_FOLD)["height"] == folded["height"]
+    assert hit.evaluate(_FOLD)["toggle"]["text"] == "Show more"
+
+    page.goto(f"{site.url}/ui/spaces/a/records/{long_id}")  # its own page shows it whole
+    whole = page.eval_on_selector("#record-text", "h => [h.clientHeight, h.scrollHeight]")
+    assert whole[0] >= whole[1]
+    assert page.inner_text("#record-text") == LONG
+    assert page.locator("#record-text + .fold-toggle").count() == 0
+    assert page.locator("#chain .fold-toggle").count() == 1  # where it is one version of many
     page.close()
 
 
@@ -253,6 +397,51 @@ def test_the_explorer_bars_add_up_to_each_score(browser: Any, site: Site) -> Non
     page.close()
 
 
+def test_the_explorer_legend_names_every_bar_in_its_colour(browser: Any, site: Site) -> None:
+    page = _login(browser, site, "read", "/ui/spaces/a/explore?q=install+packages+with+pnpm")
+    page.wait_for_selector("#hits li.hit")
+    legend = page.eval_on_selector_all(
+        "#legend li[data-part]",
+        """items => items.map(li => ({part: li.dataset.part, text: li.textContent.trim(),
+            colour: getComputedStyle(li.querySelector('.swatch')).backgroundColor,
+            size: [li.querySelector('.swatch').offsetWidth,
+                   li.querySelector('.swatch').offsetHeight]}))""",
+    )
+    bars = page.eval_on_selector_all(
+        "#hits li.hit .bars",
+        """boxes => boxes.map(box => ({label: box.getAttribute('aria-label'),
+            role: box.getAttribute('role'),
+            bars: [...box.querySelectorAll('.bar')].map(b => ({part: b.dataset.part,
+                value: Number(b.dataset.value),
+                colour: getComputedStyle(b).backgroundColor}))}))""",
+    )
+    drawn = {bar["part"] for box in bars for bar in box["bars"]}
+    assert {"relevance", "recency", "importance"} <= drawn
+    assert [entry["part"] for entry in legend] == [
+        name for name in ["relevance", "recency", "importance", "causal boost", "newer version",
+                          "latest in its band"] if name in drawn
+    ]  # fmt: skip
+    colours = {entry["part"]: entry["colour"] for entry in legend}
+    assert len(set(colours.values())) == len(colours)  # each part its own colour
+    for entry in legend:
+        assert entry["size"][0] > 0
+        assert entry["size"][1] > 0
+        assert entry["text"].startswith(entry["part"] + ":")  # named in words, with a meaning
+        assert len(entry["text"]) > len(entry["part"]) + 10
+    for box in bars:
+        assert box["role"] == "img"  # the bars say in text what they show
+        for bar in box["bars"]:
+            assert bar["colour"] == colours[bar["part"]]
+            assert f"{bar['part']} {bar['value']:.4f}" in box["label"]
+    assert "add up to its score" in page.inner_text("#legend")
+    above = page.eval_on_selector(
+        "#legend", "l => l.getBoundingClientRect().bottom <= "
+        "document.querySelector('#hits li.hit').getBoundingClientRect().top"
+    )  # fmt: skip
+    assert above  # read before the bars, not after the last hit
+    page.close()
+
+
 def test_the_causal_view_lights_the_crisis_and_its_ancestors(browser: Any, site: Site) -> None:
     page = _login(browser, site, "read", f"/ui/spaces/a/causal?crisis={site.ids['riot']}")
     page.wait_for_selector("#graph[data-ready='true']")
@@ -307,6 +496,51 @@ def test_a_read_key_sees_the_queue_but_cannot_approve(browser: Any, site: Site) 
     assert "write" in page.inner_text("#error")
     with Memory.open(site.db, embedder=None, space="a") as mem:
         assert mem.get(site.ids["pin"]).status.value == "open"
+    page.close()
+
+
+_NAV = """() => [...document.querySelectorAll('header nav a, header .brand, header .logout button')]
+    .map(a => { const r = a.getBoundingClientRect();
+        const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+        return {text: a.textContent.trim(), left: r.left, right: r.right, width: r.width,
+                height: r.height, reached: a === hit || a.contains(hit)}; })"""
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/ui/spaces/a?agent=dev", "/ui/spaces/a/explore?q=install+packages+see",
+     "/ui/spaces/a/causal?crisis={riot}", "/ui/spaces/a/review", "/ui/spaces/a/records/{url}"],
+)  # fmt: skip
+def test_at_400_px_nothing_overflows_and_every_link_of_the_navigation_works(
+    browser: Any, site: Site, path: str
+) -> None:
+    """A phone's width: the page scrolls down, never sideways, and the navigation wraps with
+    every link in view and the one a tap at its middle reaches — even beside a record of one
+    unbroken 180-character word, or an event whose name is wider than the screen."""
+    with Memory.open(site.db, embedder=None, clock=SimClock(START), space="a") as mem:
+        url = mem.remember("see https://example.org/" + "x" * 160, agent="dev",
+                           embedding=unit(1, 1, 1, 0)).id  # fmt: skip
+        mem.add_event("the harvest festival, " * 8, occurred_at=START)  # a wide choice
+    page = _login(browser, site, "write", path.format(url=url, **site.ids), width=400)
+    if "causal" in path:
+        page.wait_for_selector("#graph[data-ready='true']")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 400
+    links = page.evaluate(_NAV)
+    assert [link["text"] for link in links] == [
+        "chronomem", "Timeline", "Recall explorer", "Causes", "Review", "Log out"
+    ]  # fmt: skip
+    for link in links:
+        assert 0 <= link["left"] < link["right"] <= 400, link
+        assert link["width"] > 0, link
+        assert link["height"] > 0, link
+        assert link["reached"], link
+    if path.startswith("/ui/spaces/a?"):  # and a tap on each goes where it says
+        for name, target in [("Recall explorer", "/explore"), ("Causes", "/causal"),
+                             ("Review", "/review"), ("Timeline", "/ui/spaces/a")]:  # fmt: skip
+            page.click(f"header nav >> text={name}")
+            page.wait_for_load_state()
+            assert page.url.endswith(target)
+            assert page.evaluate("document.documentElement.scrollWidth") <= 400
     page.close()
 
 

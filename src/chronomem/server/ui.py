@@ -12,8 +12,9 @@ server without keys the pages are open, as the API is.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -44,6 +45,18 @@ COOKIE = "chronomem_key"
 _SHOWN = 500  # the timeline lists the newest records up to this many
 _GRAPH_EVENTS = 2_000  # the causal page draws at most this many events
 _CITES = "cites it as evidence"
+_PAD = timedelta(hours=1)  # the as-of control's margin when a space's records span no time
+_MINUTE = timedelta(minutes=1)
+#: The recall explorer's legend: each part of a score as ``Breakdown.contributions()`` names it,
+#: in the order the bars draw them, and what it is.
+_PARTS = {
+    "relevance": "how well the text matches the question (dense, lexical or hybrid) × its weight",
+    "recency": "how lately it was last read, by elapsed time × its weight",
+    "importance": "its importance, 1 to 10 × its weight",
+    "causal boost": "the lift from a cause of the crisis it is tied to",
+    "newer version": "part of the score of the older version it updates",
+    "latest in its band": "preferring the later of close-scoring versions of one fact",
+}
 _TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 
 
@@ -54,7 +67,15 @@ def _lang(text: str) -> str:
     return f' lang="{found}"' if found in ("ko", "ja", "zh") else ""
 
 
+def _minute(at: datetime) -> str:
+    """An instant as the timeline labels it, ``2025-03-01 09:00 UTC`` (the year always four
+    digits, as the browser's ``toISOString`` writes it)."""
+    plain = at.astimezone(UTC).replace(tzinfo=None)
+    return plain.isoformat(sep=" ", timespec="minutes") + " UTC"
+
+
 _TEMPLATES.env.filters["lang"] = _lang
+_TEMPLATES.env.filters["minute"] = _minute
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +124,36 @@ def _instant(value: str | None) -> datetime | None:
                              "as_of")  # fmt: skip
     except ChronomemError:
         return None
+
+
+def _span(memory: Memory, now: datetime, requested: datetime | None) -> tuple[datetime, datetime]:
+    """The instants the timeline's as-of control runs between: the space's first recording to
+    its last (every agent's, so the control stays put when the agent changes), widened by a
+    fiftieth of that span either side — an hour when the span is nil or the space is empty
+    (then around ``now``) — so the first record is seen to appear and the ends differ; and
+    widened to an instant the address asks for. Whole minutes, the control's step."""
+    newest = memory.records(include_history=True, limit=1)
+    if newest:
+        counts = memory.stats()["agents"]
+        total = sum(n for kinds in counts.values() for kind, n in kinds.items() if kind != "core")
+        oldest = memory.records(include_history=True, limit=1, offset=max(total - 1, 0))
+        first, last = (oldest or newest)[0].recorded_at, newest[0].recorded_at
+    else:
+        first = last = now
+    pad = (last - first) / 50 if last > first else _PAD
+    first, last = first - max(pad, _MINUTE), last + max(pad, _MINUTE)
+    if requested is not None:
+        first, last = min(first, requested), max(last, requested)
+    return _to_minute(first, up=False), _to_minute(last, up=True)
+
+
+def _to_minute(at: datetime, *, up: bool) -> datetime:
+    whole = at.replace(second=0, microsecond=0)
+    return whole + _MINUTE if up and whole < at else whole
+
+
+def _seconds(at: datetime) -> int:
+    return math.floor(at.timestamp())
 
 
 def mount_ui(app: FastAPI, spaces: Spaces, gate: Gate) -> None:
@@ -165,25 +216,17 @@ def mount_ui(app: FastAPI, spaces: Spaces, gate: Gate) -> None:
         memory = spaces.memory(space)
         agents = memory.agents()
         chosen = agent if agent in agents else (agents[0] if agents else None)
-        now = memory.clock.now()
-        at = _instant(as_of) or now
+        requested = _instant(as_of)
+        at = requested or memory.clock.now()
         rows: list[_Row] = []
-        earliest = now
         if chosen is not None:
             seen = memory.records(agent=chosen, include_history=True, as_of=at, limit=_SHOWN)
             rows = _rows(memory, seen, at)
-            counts = memory.stats()["agents"].get(chosen, {})
-            total = sum(n for kind, n in counts.items() if kind != "core")
-            oldest = memory.records(
-                agent=chosen, include_history=True, limit=1, offset=max(total - 1, 0)
-            )
-            earliest = oldest[0].recorded_at if oldest else now
         shown = [r for r in rows if history or r.state == "open"]
         return {
-            "agents": agents, "agent": chosen, "at": at, "now": now, "rows": shown,
-            "hidden": len(rows) - len(shown), "history": history, "limited": len(rows) == _SHOWN,
-            "at_s": int(at.timestamp()), "now_s": int(now.timestamp()),
-            "earliest_s": int(min(earliest, at).timestamp()),
+            "agents": agents, "agent": chosen, "at": at, "is_now": requested is None,
+            "rows": shown, "hidden": len(rows) - len(shown), "history": history,
+            "limited": len(rows) == _SHOWN,
         }  # fmt: skip
 
     def timeline(
@@ -194,8 +237,15 @@ def mount_ui(app: FastAPI, spaces: Spaces, gate: Gate) -> None:
         as-of control fetches)."""
         caller(request, space)
         fragment = request.scope["route"].path.endswith("/timeline")  # not a space's name
-        name = "timeline_items.html" if fragment else "timeline.html"
-        return page(request, name, space, **timeline_context(space, agent, as_of, history))
+        context = timeline_context(space, agent, as_of, history)
+        if fragment:
+            return page(request, "timeline_items.html", space, **context)
+        at = context["at"]
+        first, last = _span(spaces.memory(space), at, None if context["is_now"] else at)
+        return page(
+            request, "timeline.html", space, first=first, last=last, at_s=_seconds(at),
+            first_s=_seconds(first), last_s=_seconds(last), **context,
+        )  # fmt: skip
 
     for path in ("/ui/spaces/{space}", "/ui/spaces/{space}/timeline"):
         app.add_api_route(path, timeline, methods=["GET"], include_in_schema=False)
@@ -241,9 +291,13 @@ def mount_ui(app: FastAPI, spaces: Spaces, gate: Gate) -> None:
             except ChronomemError as exc:
                 error = str(exc)
         top = max((h.score for h in hits), default=1.0) or 1.0
+        drawn = {name for h in hits if h.breakdown for name in h.breakdown.contributions()}
+        legend = [(name, meaning) for name, meaning in _PARTS.items() if name in drawn]
+        legend += [(name, "") for name in sorted(drawn - _PARTS.keys())]
         return page(
             request, "explore.html", space, q=q, as_of=as_of or "", preset=preset, agent=agent,
             touch=touch, k=k, hits=hits, top=top, error=error, agents=memory.agents(),
+            legend=legend,
         )  # fmt: skip
 
     @app.get("/ui/spaces/{space}/causal", include_in_schema=False)

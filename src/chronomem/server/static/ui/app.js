@@ -11,13 +11,18 @@ window.chronomem = (function () {
     if (!form) return;
     var space = form.dataset.space, slider = form.querySelector("#as-of");
     var label = form.querySelector("#as-of-label"), pending = null;
+    function show() {  // the chosen instant as a date, to the eye and to a screen reader
+      var text = iso(Number(slider.value)).replace("T", " ").replace("Z", " UTC");
+      label.textContent = text;
+      slider.setAttribute("aria-valuetext", text);
+    }
     function refresh() {
       var params = new URLSearchParams({
         agent: form.querySelector("#agent").value,
         as_of: iso(Number(slider.value)),
         history: form.querySelector("#history").checked ? "true" : "false",
       });
-      label.textContent = iso(Number(slider.value)).replace("T", " ").replace("Z", " UTC");
+      show();
       document.getElementById("timeline-title").textContent =
         "What " + (form.querySelector("#agent").value || "the agent") + " knew";
       if (pending) pending.abort();
@@ -26,17 +31,52 @@ window.chronomem = (function () {
       box.setAttribute("aria-busy", "true");
       fetch("/ui/spaces/" + encodeURIComponent(space) + "/timeline?" + params, { signal: pending.signal })
         .then(function (r) { return r.text(); })
-        .then(function (html) { box.innerHTML = html; box.setAttribute("aria-busy", "false"); })
+        .then(function (html) {
+          box.innerHTML = html;
+          fold(box);
+          box.setAttribute("aria-busy", "false");
+        })
         .catch(function () {});
       history.replaceState(null, "", "?" + params);
     }
-    slider.addEventListener("input", function () {
-      label.textContent = iso(Number(slider.value)).replace("T", " ").replace("Z", " UTC");
-    });
+    slider.addEventListener("input", show);
     slider.addEventListener("change", refresh);
     form.querySelector("#agent").addEventListener("change", refresh);
     form.querySelector("#history").addEventListener("change", refresh);
   }
+
+  // Long records fold to their first lines (the stylesheet clamps every .fold). A fold that
+  // hides something gets a button right after it, so the keyboard reaches it next after the
+  // record's link; the button says whether the text is open (aria-expanded).
+  var folds = 0;
+  function fold(root) {
+    root.querySelectorAll(".fold").forEach(function (text) {
+      var next = text.nextElementSibling;
+      var toggle = next && next.classList.contains("fold-toggle") ? next : null;
+      var hides = text.scrollHeight > text.clientHeight + 1;
+      if (toggle) {
+        if (toggle.getAttribute("aria-expanded") === "false") toggle.hidden = !hides;
+        return;
+      }
+      if (!hides) return;
+      text.id = text.id || "fold-" + (++folds);
+      toggle = document.createElement("button");
+      toggle.type = "button";
+      toggle.className = "fold-toggle";
+      toggle.textContent = "Show more";
+      toggle.setAttribute("aria-expanded", "false");
+      toggle.setAttribute("aria-controls", text.id);
+      text.insertAdjacentElement("afterend", toggle);
+    });
+  }
+  document.addEventListener("click", function (event) {
+    var toggle = event.target.closest && event.target.closest(".fold-toggle");
+    if (!toggle) return;
+    var open = toggle.getAttribute("aria-expanded") !== "true";
+    document.getElementById(toggle.getAttribute("aria-controls")).classList.toggle("unfolded", open);
+    toggle.setAttribute("aria-expanded", String(open));
+    toggle.textContent = open ? "Show less" : "Show more";
+  });
 
   // The causal view: events and weighted links; a chosen crisis and its ancestors stand out.
   function graph(box) {
@@ -71,6 +111,12 @@ window.chronomem = (function () {
 
   document.addEventListener("DOMContentLoaded", function () {
     timeline(document.getElementById("timeline-controls"));
+    fold(document);
+    var resized = null;  // a narrower window may hide more, a wider one less
+    window.addEventListener("resize", function () {
+      clearTimeout(resized);
+      resized = setTimeout(function () { fold(document); }, 150);
+    });
   });
   return { graph: graph };
 })();
