@@ -275,6 +275,7 @@ class MemoryView:
         when the index snapshot was last written (``index_snapshot_at``; ``None``: none),
         and the thresholds in use (``calibration``: the model's measured ones, if any)."""
         with self._call() as h:
+            h.sync_model()  # the thresholds another process calibrated meanwhile
             out = h.store.stats(h.space)
             out["embedder"] = None if h.embedder is None else h.embedder.model_id
             out["preset"] = h.preset.name
