@@ -98,20 +98,37 @@ class Handle:
     crises: dict[tuple[object, ...], tuple[CausalConfig, Crisis]] = field(default_factory=dict)
 
     def sync_model(self) -> None:
-        """Notice a model switch another handle cut over since the last call: one
-        ``change_seq`` query, and a metadata query only when the space changed."""
-        if self.switched_to is not None or self.meta.dim is None or self.meta_pending:
+        """Notice what another handle changed store-wide since the last call — a model switch
+        it cut over (``reembed``), a calibration it measured (``calibrate``) — in this process
+        or another (a replica): one ``change_seq`` query, and metadata queries only when the
+        space changed (both bump every space's ``change_seq``)."""
+        watch_model = self.meta.dim is not None and not self.meta_pending
+        if self.switched_to is not None or (not watch_model and self.embedder is None):
             return
         seq = self.store.change_seq(self.space)
         if seq == self._model_seq:
             return
         self._model_seq = seq
-        stored = self.store.embedding_meta()
-        if stored.model is None or (stored.model, stored.dim) == (self.meta.model, self.meta.dim):
+        if watch_model:
+            stored = self.store.embedding_meta()
+            if stored.model is not None and (stored.model, stored.dim) != (
+                self.meta.model,
+                self.meta.dim,
+            ):
+                self.switched_to = stored.model
+                self.meta = stored
+                self.index = self.index.renewed(stored.dim)
+                return
+        self.use_calibration(stored_calibration(self.store, self.meta.model))
+
+    def use_calibration(self, calibration: Calibration | None) -> None:
+        """Take the store's measured thresholds for its model (and, with the default importance
+        scorer, the importance constants fitted with them)."""
+        if calibration == self.calibration:
             return
-        self.switched_to = stored.model
-        self.meta = stored
-        self.index = self.index.renewed(stored.dim)
+        self.calibration = calibration
+        if self.own_importance and self.embedder is not None:
+            self.importance = default_importance(self.embedder, calibration)
 
     def require_model(self) -> None:
         """Before a write that embeds: refuse once the store switched to another model."""

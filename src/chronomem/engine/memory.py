@@ -36,7 +36,6 @@ from chronomem.engine import (
     transfer,
 )
 from chronomem.engine.causal import CausalVerbs
-from chronomem.engine.handle import default_importance
 from chronomem.engine.reembed import ReembedReport
 from chronomem.engine.view import Vector
 from chronomem.engine.where import FilterVerbs
@@ -97,10 +96,10 @@ class Memory(WriteVerbs, CausalVerbs, FilterVerbs):
                     expected_model=h.meta.model, expected_dim=h.meta.dim,
                     got_model=measured.model, got_dim=embedder.dim,
                 )  # fmt: skip
+            # A store-wide setting: every space's handles, in every process, take it at their
+            # next call (set_meta_value moves every space's change_seq; Handle.sync_model).
             h.store.set_meta_value(calibration_key(measured.model), measured.to_json())
-            h.calibration = measured
-            if h.own_importance:
-                h.importance = default_importance(embedder, measured)
+            h.use_calibration(measured)
         return measured
 
     def reembed(

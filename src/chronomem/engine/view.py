@@ -277,6 +277,7 @@ class MemoryView:
         newest change's ``seq`` (``last_change``; 0: none),
         and the thresholds in use (``calibration``: the model's measured ones, if any)."""
         with self._call() as h:
+            h.sync_model()  # the thresholds another process calibrated meanwhile
             out = h.store.stats(h.space)
             out["embedder"] = None if h.embedder is None else h.embedder.model_id
             out["preset"] = h.preset.name

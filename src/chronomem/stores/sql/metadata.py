@@ -52,6 +52,11 @@ class StoreMetadata:
     def set_meta_value(self: SQLBackend, key: str, value: str | None) -> None:
         with self.write():
             put_meta(self, key, value)
+            # A store-wide setting (a calibration): handles re-read them when their space's
+            # change_seq moves (Handle.sync_model), so move every space's, in the same commit.
+            # Two such writes queue on the key's row first; a writer holds one space's row
+            # and no store_meta row this takes, so neither waits for the other in a cycle.
+            self._execute("UPDATE spaces SET change_seq = change_seq + 1")
 
     # -- a switch to another embedding model (sql/reembed.py) --------------------------------
     def reembed_state(self: SQLBackend) -> ReembedState | None:
