@@ -579,3 +579,34 @@ def test_without_a_key_every_page_asks_for_one(browser: Any, site: Site) -> None
     assert cookie["httpOnly"]
     assert cookie["sameSite"] == "Strict"
     page.close()
+
+
+def test_the_timeline_follows_the_change_feed_without_reloading(browser: Any, site: Site) -> None:
+    """At "now" the list redraws from the space's change feed as writes commit — made here by
+    another handle on the file, as another process would — and the page is never reloaded; once
+    an instant in the past is chosen, the list stays as it was and a line says what changed."""
+    page = _login(browser, site, "read", "/ui/spaces/a?agent=dev")
+    page.evaluate("window.__drawn = 'once'")
+    shown = "#records li.record .text"
+    with Memory.open(site.db, embedder=None, clock=SimClock(NOW), space="a") as other:
+        other.remember("Run the tests before every push", agent="dev", kind="instruction",
+                       embedding=unit(0, 1, 0, 0))  # fmt: skip
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('#records li.record .text')]"
+            ".some(e => e.textContent.includes('Run the tests before every push'))",
+            timeout=10_000,
+        )
+        assert page.evaluate("window.__drawn") == "once"  # redrawn in place, not reloaded
+        assert "Updated" in page.inner_text("#live")
+        assert "as_of" not in page.url  # still following now
+
+        _slide(page, SUPERSEDED + timedelta(days=1))
+        before = _texts(page, shown)
+        other.remember("Tag every release", agent="dev", embedding=unit(0, 1, 1, 0))
+        page.wait_for_function(
+            "() => document.getElementById('live').textContent.includes('1 change since')",
+            timeout=10_000,
+        )
+        assert _texts(page, shown) == before
+        assert page.evaluate("window.__drawn") == "once"
+    page.close()

@@ -21,8 +21,15 @@ from urllib.parse import quote
 
 import numpy as np
 from fastapi import FastAPI, Form, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from fastapi.templating import Jinja2Templates
+from starlette.concurrency import run_in_threadpool
 
 from chronomem.analysis.scripts import language_of
 from chronomem.checks import parse_instant
@@ -36,6 +43,7 @@ from chronomem.model.record import Record, Status
 from chronomem.retrieval.options import ReadOptions
 from chronomem.server import problems
 from chronomem.server.auth import Caller, Denied, Gate
+from chronomem.server.routes import changes as feed
 from chronomem.server.spaces import Spaces
 from chronomem.text import clip
 
@@ -244,11 +252,19 @@ def mount_ui(app: FastAPI, spaces: Spaces, gate: Gate) -> None:
         first, last = _span(spaces.memory(space), at, None if context["is_now"] else at)
         return page(
             request, "timeline.html", space, first=first, last=last, at_s=_seconds(at),
-            first_s=_seconds(first), last_s=_seconds(last), **context,
+            first_s=_seconds(first), last_s=_seconds(last),
+            last_change=spaces.admin.feed_head(space), **context,
         )  # fmt: skip
 
     for path in ("/ui/spaces/{space}", "/ui/spaces/{space}/timeline"):
         app.add_api_route(path, timeline, methods=["GET"], include_in_schema=False)
+
+    @app.get("/ui/spaces/{space}/changes", include_in_schema=False)
+    async def changes(request: Request, space: str, after: int = 0) -> StreamingResponse:
+        """The space's change feed for the pages (the session's key; ``EventSource`` sends
+        no header): the timeline redraws from it instead of reloading."""
+        await run_in_threadpool(caller, request, space)
+        return feed.stream(spaces.admin, space, feed.resume_from(request, max(0, after)), request)
 
     @app.get("/ui/spaces/{space}/records/{record_id}", include_in_schema=False)
     def record_page(request: Request, space: str, record_id: str) -> HTMLResponse:

@@ -30,8 +30,9 @@ from chronomem.model.keys import Scope
 from chronomem.server import wire
 from chronomem.server.routes.service import Credentials, Service
 from chronomem.server.webhooks import new_webhook
+from chronomem.stores.base import MemoryStore
 
-__all__ = ["HEARTBEAT_S", "POLL_S", "register", "register_service"]
+__all__ = ["HEARTBEAT_S", "POLL_S", "register", "register_service", "resume_from", "stream"]
 
 #: How often a waiting read asks the store whether the feed moved.
 POLL_S = 0.2
@@ -46,11 +47,11 @@ Wait = Annotated[
 ]
 
 
-async def _moved(service: Service, feed: str, after: int, until: float, request: Request) -> bool:
+async def _moved(store: MemoryStore, feed: str, after: int, until: float, request: Request) -> bool:
     """Wait until ``feed`` has a change after ``after`` (``True``), ``until`` passes or the
     client goes away (``False``)."""
     while time.monotonic() < until and not await request.is_disconnected():
-        if await run_in_threadpool(service.spaces.admin.feed_head, feed) > after:
+        if await run_in_threadpool(store.feed_head, feed) > after:
             return True
         await asyncio.sleep(min(POLL_S, max(0.0, until - time.monotonic())))
     return False
@@ -63,11 +64,11 @@ async def _long_poll(
     until = time.monotonic() + wait
     while True:
         found = await run_in_threadpool(store.changes, feed, after, limit)
-        if found or not await _moved(service, feed, after, until, request):
+        if found or not await _moved(store, feed, after, until, request):
             return found
 
 
-def _resume_from(request: Request, after: int) -> int:
+def resume_from(request: Request, after: int) -> int:
     """The position a stream starts after: a reconnecting client's ``Last-Event-ID`` wins."""
     last = request.headers.get("last-event-id")
     if last is None:
@@ -77,18 +78,21 @@ def _resume_from(request: Request, after: int) -> int:
     return int(last)
 
 
-def _stream(service: Service, feed: str, after: int, request: Request) -> StreamingResponse:
+def stream(store: MemoryStore, feed: str, after: int, request: Request) -> StreamingResponse:
+    """``feed``'s changes after ``after`` as Server-Sent Events, then each as it commits, until
+    the client goes away (the API's stream and the web UI's)."""
+
     async def events() -> AsyncIterator[bytes]:
         position = after
         yield b"retry: 2000\n\n"
         while not await request.is_disconnected():
-            found = await run_in_threadpool(service.spaces.admin.changes, feed, position, 100)
+            found = await run_in_threadpool(store.changes, feed, position, 100)
             for change in found:
                 data = json.dumps(change.to_dict(), ensure_ascii=False, separators=(",", ":"))
                 yield f"id: {change.seq}\nevent: change\ndata: {data}\n\n".encode()
                 position = change.seq
             if not found and not await _moved(
-                service, feed, position, time.monotonic() + HEARTBEAT_S, request
+                store, feed, position, time.monotonic() + HEARTBEAT_S, request
             ):
                 yield b": keep-alive\n\n"
 
@@ -110,13 +114,13 @@ def register(v1: APIRouter, service: Service) -> None:
         return await _long_poll(service, space, after, limit, wait, request)
 
     @v1.get("/changes/stream", tags=["changes"], response_class=StreamingResponse)
-    async def stream(
+    async def change_stream(
         space: str, request: Request, auth: Credentials, after: After = 0
     ) -> StreamingResponse:
         """The space's changes as Server-Sent Events (``event: change``, ``id:`` its seq), from
         ``after`` or a reconnecting client's ``Last-Event-ID``, then each as it commits."""
         await run_in_threadpool(service.allow, auth, space, Scope.READ)
-        return _stream(service, space, _resume_from(request, after), request)
+        return stream(service.spaces.admin, space, resume_from(request, after), request)
 
     @v1.post("/webhooks", tags=["changes"], status_code=201)
     def add_webhook(space: str, body: wire.WebhookIn, auth: Credentials) -> Webhook:

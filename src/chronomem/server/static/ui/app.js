@@ -16,13 +16,19 @@ window.chronomem = (function () {
       label.textContent = text;
       slider.setAttribute("aria-valuetext", text);
     }
-    function refresh() {
+    // Following "now" until the control is moved: the space's changes (its feed, as
+    // Server-Sent Events) then redraw the list as they commit, instead of a reload.
+    var following = form.dataset.now === "true", missed = 0;
+    function refresh(atNow) {
       var params = new URLSearchParams({
         agent: form.querySelector("#agent").value,
-        as_of: iso(Number(slider.value)),
         history: form.querySelector("#history").checked ? "true" : "false",
       });
-      show();
+      if (atNow !== true) {
+        following = false;
+        params.set("as_of", iso(Number(slider.value)));
+        show();
+      }
       document.getElementById("timeline-title").textContent =
         "What " + (form.querySelector("#agent").value || "the agent") + " knew";
       if (pending) pending.abort();
@@ -39,10 +45,29 @@ window.chronomem = (function () {
         .catch(function () {});
       history.replaceState(null, "", "?" + params);
     }
+    function redraw() { refresh(following); }
     slider.addEventListener("input", show);
     slider.addEventListener("change", refresh);
-    form.querySelector("#agent").addEventListener("change", refresh);
-    form.querySelector("#history").addEventListener("change", refresh);
+    form.querySelector("#agent").addEventListener("change", redraw);
+    form.querySelector("#history").addEventListener("change", redraw);
+    if (!window.EventSource) return;
+    var live = document.getElementById("live"), soon = null;
+    var changes = new EventSource("/ui/spaces/" + encodeURIComponent(space) + "/changes?after=" +
+                                  encodeURIComponent(form.dataset.lastChange || "0"));
+    changes.addEventListener("change", function (event) {
+      form.dataset.lastChange = event.lastEventId;
+      if (!following) {  // an instant in the past was chosen: say so, leave the list be
+        missed += 1;
+        live.textContent = missed + (missed === 1 ? " change" : " changes") +
+          " since this instant was chosen";
+        return;
+      }
+      clearTimeout(soon);  // a burst of changes redraws once
+      soon = setTimeout(function () {
+        refresh(true);
+        live.textContent = "Updated " + new Date().toISOString().slice(11, 19) + " UTC";
+      }, 150);
+    });
   }
 
   // Long records fold to their first lines (the stylesheet clamps every .fold). A fold that
