@@ -6,6 +6,7 @@ asks the store every ``--interval`` seconds, so it sees other processes' writes 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -46,7 +47,7 @@ def watch_command(args: argparse.Namespace, cfg: Settings) -> int:
         print("error: --after must be 0 or more", file=sys.stderr)
         return 2
     position = args.after
-    with open_memory(cfg) as mem:
+    with open_memory(dataclasses.replace(cfg, embedder=False)) as mem:  # no model is needed
         local = isinstance(mem, Memory)
         try:
             while True:
