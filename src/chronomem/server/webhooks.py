@@ -117,16 +117,17 @@ class Deliverer:
             return 0
         if self._stop.is_set() or not self._holds(hook):
             return 0
+        # read again under the lease: another replica may have moved it since the listing
         keyed = self._store.get_webhook(hook.id, secret=True)
         if keyed is None or keyed.secret is None:  # removed meanwhile
             return 0
         sent = 0
-        for change in self._store.changes(hook.space, hook.delivered, _BATCH):
-            if self._stop.is_set() or not self._holds(hook):
+        for change in self._store.changes(keyed.space, keyed.delivered, _BATCH):
+            if self._stop.is_set() or not self._holds(keyed):
                 break
             problem = self._post(keyed, change)
             if problem is not None:
-                self._failed(hook, change, *problem)
+                self._failed(keyed, change, *problem)
                 break
             self._store.webhook_delivered(hook.id, change.seq)
             sent += 1
