@@ -4,6 +4,7 @@ following a store while another process writes to it."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -35,13 +36,17 @@ def test_watch_prints_the_feed_from_a_position(
     assert code == 0
     lines = out.splitlines()
     assert [line.split()[0] for line in lines] == ["#1", "#2", "#3"]
-    assert "write" in lines[0] and first in lines[0] and "'Isabella plans a party'" in lines[0]
-    assert "supersede" in lines[2] and first in lines[2]
+    when = r"\d{4}-\d\d-\d\d \d\d:\d\d"
+    assert re.fullmatch(
+        rf"#1  {when}  write +{first}  isabella  'Isabella plans a party'", lines[0]
+    )
+    assert re.fullmatch(rf"#3  {when}  supersede {first}", lines[2])
     code, out, _ = run(capsys, "watch", "--db", str(db), "--space", "town", "--after", "1",
                        "--json")  # fmt: skip
     events = [json.loads(line) for line in out.splitlines()]
     assert [(e["seq"], e["kind"], e["record_id"]) for e in events] == [
-        (2, "write", second), (3, "supersede", first)
+        (2, "write", second),
+        (3, "supersede", first),
     ]
     code, _, err = run(capsys, "watch", "--db", str(db), "--space", "town", "--after", "-1")
     assert code == 2
@@ -51,10 +56,10 @@ def test_watch_prints_the_feed_from_a_position(
 def test_watch_follows_what_another_process_writes(tmp_path: Path) -> None:
     db = tmp_path / "town.db"
     _seed(db)
-    command = [sys.executable, "-m", "chronomem.cli.main", "watch", "--db", str(db),
-               "--space", "town", "--follow", "--json", "--interval", "0.1", "--after", "3"]  # fmt: skip
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
-                            env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})  # fmt: skip
+    command = [sys.executable, "-m", "chronomem.cli.main", "watch", "--db", str(db), "--space",
+               "town", "--follow", "--json", "--interval", "0.1", "--after", "3"]  # fmt: skip
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
     try:
         time.sleep(1.0)  # it is following, with nothing after #3 yet
         with Memory.open(db, space="town", embedder=None) as other:
@@ -62,7 +67,9 @@ def test_watch_follows_what_another_process_writes(tmp_path: Path) -> None:
         assert proc.stdout is not None
         event = json.loads(proc.stdout.readline())
         assert (event["seq"], event["record_id"], event["text"]) == (
-            4, written, "the band arrives at 7"
+            4,
+            written,
+            "the band arrives at 7",
         )
     finally:
         proc.terminate()

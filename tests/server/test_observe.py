@@ -328,6 +328,7 @@ def test_a_request_that_crashes_is_counted_and_logged_as_an_internal_error(
             crashed = httpx.get(f"{url}/v1/spaces/town/agents", headers={"X-Request-Id": "c-1"})
             assert crashed.status_code == 500
             assert crashed.json()["error"] == "InternalError"
+            assert crashed.headers["X-Request-Id"] == "c-1"
             answers.append(httpx.get(f"{url}/metrics").text)
 
     answers: list[str] = []

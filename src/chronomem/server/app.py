@@ -28,7 +28,7 @@ from chronomem.model.keys import Scope
 from chronomem.server import problems
 from chronomem.server.auth import Denied, Gate
 from chronomem.server.hot import HotReads, send_document
-from chronomem.server.observe import Metrics, Observed
+from chronomem.server.observe import REQUEST_ID_KEY, Metrics, Observed
 from chronomem.server.routes import admin, changes, graph, reads, records
 from chronomem.server.routes.service import Routes, Service
 from chronomem.server.spaces import SharedEmbedder, Spaces
@@ -186,7 +186,11 @@ def _errors(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     def crashed(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return _problem(problems.problem(500, "InternalError", "the server failed; see its log"))
+        answer = _problem(problems.problem(500, "InternalError", "the server failed; see its log"))
+        request_id = request.scope.get(REQUEST_ID_KEY)
+        if request_id is not None:  # written outside ``Observed``, which names every other answer
+            answer.headers["X-Request-Id"] = request_id
+        return answer
 
 
 _JSON_HINT = (

@@ -29,7 +29,7 @@ from chronomem.telemetry.requests import REQUEST_ID
 if TYPE_CHECKING:
     from chronomem.server.spaces import Spaces
 
-__all__ = ["ACCESS_LOG", "JsonLines", "Metrics", "Observed", "ROUTE"]
+__all__ = ["ACCESS_LOG", "REQUEST_ID_KEY", "JsonLines", "Metrics", "Observed", "ROUTE"]
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Any]]
@@ -153,6 +153,10 @@ class JsonLines(logging.Formatter):
         return json.dumps(out, ensure_ascii=False, default=str)
 
 
+#: Where a request's scope keeps its id, for the answers written outside this middleware.
+REQUEST_ID_KEY = "chronomem.request_id"
+
+
 class Observed:
     """ASGI middleware (outermost): request ids, a span per request, metrics and the access
     log. ``metrics``: ``None`` when the service keeps none."""
@@ -168,6 +172,7 @@ class Observed:
         sent = _header(scope, b"x-request-id")
         request_id = sent if sent is not None and _ID.fullmatch(sent) else uuid.uuid4().hex
         token = REQUEST_ID.set(request_id)
+        scope[REQUEST_ID_KEY] = request_id  # for the 500 the outer error middleware writes
         method = scope["method"]
         status, error = 500, None
         started = time.perf_counter()

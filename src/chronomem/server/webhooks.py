@@ -5,12 +5,12 @@ leased in the store, so replicas over one database do not deliver one at the sam
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 import threading
 
 import httpx
+from pydantic import TypeAdapter
 
 from chronomem.clock import Clock, SystemClock, from_micros, to_micros
 from chronomem.model.change import Change, Webhook, WebhookFailure
@@ -29,9 +29,13 @@ def backoff(attempt: int, *, base: float = 1.0, cap: float = 300.0) -> float:
     return float(min(cap, base * 2 ** max(0, attempt - 1)))
 
 
+_CHANGE = TypeAdapter(Change)
+
+
 def delivery_body(change: Change) -> bytes:
-    """What a delivery POSTs: the change as the feed reads it, as compact JSON."""
-    return json.dumps(change.to_dict(), ensure_ascii=False, separators=(",", ":")).encode()
+    """A change as JSON, exactly as ``GET …/changes`` writes it: what a delivery POSTs and
+    what a stream's ``data:`` line holds."""
+    return _CHANGE.dump_json(change)
 
 
 class Deliverer:

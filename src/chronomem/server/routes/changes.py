@@ -8,7 +8,6 @@ one; a waiting request holds no worker thread."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator
 from typing import Annotated
@@ -29,7 +28,7 @@ from chronomem.model.change import (
 from chronomem.model.keys import Scope
 from chronomem.server import wire
 from chronomem.server.routes.service import Credentials, Service
-from chronomem.server.webhooks import new_webhook
+from chronomem.server.webhooks import delivery_body, new_webhook
 from chronomem.stores.base import MemoryStore
 
 __all__ = ["HEARTBEAT_S", "POLL_S", "register", "register_service", "resume_from", "stream"]
@@ -88,8 +87,8 @@ def stream(store: MemoryStore, feed: str, after: int, request: Request) -> Strea
         while not await request.is_disconnected():
             found = await run_in_threadpool(store.changes, feed, position, 100)
             for change in found:
-                data = json.dumps(change.to_dict(), ensure_ascii=False, separators=(",", ":"))
-                yield f"id: {change.seq}\nevent: change\ndata: {data}\n\n".encode()
+                data = delivery_body(change)
+                yield b"id: %d\nevent: change\ndata: %s\n\n" % (change.seq, data)
                 position = change.seq
             if not found and not await _moved(
                 store, feed, position, time.monotonic() + HEARTBEAT_S, request
