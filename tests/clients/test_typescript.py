@@ -25,7 +25,8 @@ from chronomem.stores import open_store
 
 from ..server.service import serving_process
 
-PACKAGE = Path(__file__).resolve().parents[2] / "clients" / "typescript"
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "clients" / "typescript"
 NODE, NPM = shutil.which("node"), shutil.which("npm")
 
 pytestmark = pytest.mark.skipif(
@@ -87,6 +88,13 @@ def _keys(db: Path) -> dict[str, str]:
         store.close()
 
 
+def _serve_env() -> dict[str, str]:
+    """The environment of the ``serve`` processes: this checkout's ``src`` first on the path, so
+    a worktree's services run its own code whichever checkout the environment installed."""
+    path = [str(ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+
+
 def test_the_typescript_client_against_the_service(tmp_path: Path) -> None:
     if not _installed():
         _run([str(NPM), "ci", "--no-audit", "--no-fund"], timeout=600)
@@ -95,7 +103,7 @@ def test_the_typescript_client_against_the_service(tmp_path: Path) -> None:
     with ExitStack() as stack, ThreadPoolExecutor(2) as pool:
         # the two services start while tsc compiles
         starting = [
-            pool.submit(stack.enter_context, serving_process(db, "--no-embedder"))
+            pool.submit(stack.enter_context, serving_process(db, "--no-embedder", env=_serve_env()))
             for db in (tmp_path / "open.db", keyed)
         ]
         shutil.rmtree(PACKAGE / "dist", ignore_errors=True)  # no test left over from an old build

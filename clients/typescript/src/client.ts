@@ -20,6 +20,7 @@ import {
   fromAnswer,
 } from "./errors.js";
 import { ROUTES, type RouteName } from "./routes.js";
+import { serverSentEvents } from "./stream.js";
 import type * as S from "./schema.js";
 import type {
   Ancestor,
@@ -47,6 +48,9 @@ import type {
   Access,
   EventKind,
   Duration,
+  Change,
+  Webhook,
+  WebhookFailure,
 } from "./schema.js";
 
 export interface ClientOptions {
@@ -147,6 +151,26 @@ export type ForgetWhereOptions = Without<S.ForgetWhereIn, "filter" | "reason">;
 export type EventOptions = Without<S.EventIn, "text">;
 export type LinkOptions = Without<S.LinkIn, "cause" | "effect">;
 export type ExtractOptions = Without<S.ExtractIn, "agent">;
+export type WebhookOptions = Without<S.WebhookIn, "url">;
+
+/** `changes()` / `serviceChanges()`: how many, and how long to wait for the first. */
+export interface ChangesOptions {
+  /** The most changes answered (default 100, at most 1000). */
+  limit?: number;
+  /** Seconds (at most 60) the service may hold the answer until a change commits: a long
+   * poll. The request's timeout is extended by as much. */
+  wait?: number;
+}
+
+/** `watch()`: what ends it, and what a dropped connection does. */
+export interface WatchOptions {
+  /** Ends the iteration when aborted (with the client's own `signal`); nothing else does. */
+  signal?: AbortSignal;
+  /** Milliseconds to wait before reconnecting after the connection dropped or the service
+   * ended the stream (default 1,000), resuming after the last change seen (`Last-Event-ID`);
+   * `false`: do not reconnect, throw a `ServiceError` instead. */
+  reconnect?: number | false;
+}
 
 /** What `send` needs besides the route. */
 interface Request {
@@ -155,7 +179,18 @@ interface Request {
   body?: unknown;
   content?: string | Uint8Array | Blob;
   text?: boolean;
-  shape?: "array" | "object" | "number" | "boolean" | "object|null";
+  /** `"empty"`: the answer has no body (a 204). */
+  shape?: "array" | "object" | "number" | "boolean" | "object|null" | "empty";
+  /** Seconds the service may hold the answer on purpose (a long poll), added to the timeout. */
+  waits?: number;
+}
+
+/** How a request is sent: the timeout extended by a long poll's wait, or, for a stream, applied
+ * only until the answer's headers arrive; and a signal of the call's own. */
+interface Sending {
+  waits?: number;
+  stream?: boolean;
+  signal?: AbortSignal;
 }
 
 /** A JSON value for an argument: `Date`s as ISO 8601, the rest as it is. */
@@ -205,6 +240,20 @@ function queryString(query: object): string {
   }
   const text = params.toString();
   return text ? `?${text}` : "";
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done);
+  });
 }
 
 function shaped(value: unknown, shape: Request["shape"]): boolean {
@@ -260,28 +309,10 @@ export class Client {
 
   /** Send the table's route `name` and read its answer. */
   async send<T>(name: RouteName, request: Request = {}): Promise<T> {
-    const route = ROUTES[name];
-    const values: { [name: string]: string } = { space: encodeURIComponent(this.space), ...request.path };
-    const path = route.path.replace(/\{(\w+)\}/g, (_, key: string) => {
-      const value = values[key];
-      if (value === undefined) throw new Error(`route ${name} needs {${key}}`);
-      return value;
-    });
-    const url = this.url + path + queryString(request.query ?? {});
-    const headers = this.headers();
-    let body: BodyInit | undefined;
-    if (request.content !== undefined) {
-      const content = request.content;
-      body = content instanceof Uint8Array ? new Blob([new Uint8Array(content)]) : content;
-      headers["Content-Type"] = "application/x-ndjson";
-    } else if (request.body !== undefined) {
-      body = JSON.stringify(wire(request.body));
-      headers["Content-Type"] = "application/json";
-    }
-    const response = await this.fetch(url, { method: route.method, headers, body });
+    const response = await this.open(name, request, { waits: request.waits ?? 0 });
     const text = await response.text();
-    if (!response.ok) throw fromAnswer(response.status, text);
     if (request.text) return text as T;
+    if (request.shape === "empty") return undefined as T;
     let value: unknown;
     try {
       value = JSON.parse(text);
@@ -296,11 +327,46 @@ export class Client {
     return value as T;
   }
 
-  private async fetch(url: string, init: RequestInit): Promise<Response> {
-    const timeout = this.options.timeout ?? 60_000;
+  /** Send the table's route `name`: its answer, once it is a success (its body unread), or the
+   * error class of the problem it is. */
+  private async open(
+    name: RouteName, request: Request, sending: Sending, extra: { [name: string]: string } = {},
+  ): Promise<Response> {
+    const route = ROUTES[name];
+    const values: { [name: string]: string } = { space: encodeURIComponent(this.space), ...request.path };
+    const path = route.path.replace(/\{(\w+)\}/g, (_, key: string) => {
+      const value = values[key];
+      if (value === undefined) throw new Error(`route ${name} needs {${key}}`);
+      return value;
+    });
+    const url = this.url + path + queryString(request.query ?? {});
+    const headers = { ...this.headers(), ...extra };
+    let body: BodyInit | undefined;
+    if (request.content !== undefined) {
+      const content = request.content;
+      body = content instanceof Uint8Array ? new Blob([new Uint8Array(content)]) : content;
+      headers["Content-Type"] = "application/x-ndjson";
+    } else if (request.body !== undefined) {
+      body = JSON.stringify(wire(request.body));
+      headers["Content-Type"] = "application/json";
+    }
+    const response = await this.fetch(url, { method: route.method, headers, body }, sending);
+    if (!response.ok) throw fromAnswer(response.status, await response.text());
+    return response;
+  }
+
+  private async fetch(url: string, init: RequestInit, sending: Sending = {}): Promise<Response> {
+    const base = this.options.timeout ?? 60_000;
+    const timeout = base > 0 ? base + Math.max(0, sending.waits ?? 0) * 1000 : 0;
+    // a stream's timeout is its headers': AbortSignal.timeout would also cut the body
+    const headersDue = sending.stream && timeout > 0 ? new AbortController() : undefined;
+    const timer = headersDue
+      ? setTimeout(() => headersDue.abort(new DOMException("no headers", "TimeoutError")), timeout)
+      : undefined;
     const signals = [
-      ...(timeout > 0 ? [AbortSignal.timeout(timeout)] : []),
+      ...(headersDue ? [headersDue.signal] : timeout > 0 ? [AbortSignal.timeout(timeout)] : []),
       ...(this.options.signal ? [this.options.signal] : []),
+      ...(sending.signal ? [sending.signal] : []),
     ];
     const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
     const send = this.options.fetch ?? globalThis.fetch;
@@ -318,6 +384,8 @@ export class Client {
       throw new ServiceError(`cannot reach the chronomem service at ${this.url}: ${why}`, {
         cause: reason,
       });
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -415,6 +483,113 @@ export class Client {
   async forget(recordId: string, reason: string, options: { purge?: boolean } = {}): Promise<ForgetResult> {
     const path = { record_id: segment(recordId, "record_id") };
     return this.send("forget", { path, body: { ...options, reason }, shape: "object" });
+  }
+
+  // -- the change feed and its webhooks -------------------------------------------------------
+  /** The space's changes after the seq `after`, oldest first (`Memory.changes`); with `wait`,
+   * a long poll: when there is none yet, the answer comes as soon as one commits, or empty
+   * after `wait` seconds. */
+  async changes(after = 0, options: ChangesOptions = {}): Promise<Change[]> {
+    return this.send("changes", { query: { ...options, after }, shape: "array", waits: options.wait });
+  }
+
+  /** The service's own feed, as `changes` reads a space's: admin keys' creation and revocation
+   * (keys bound to no space; admin). */
+  async serviceChanges(after = 0, options: ChangesOptions = {}): Promise<Change[]> {
+    return this.send("serviceChanges", { query: { ...options, after }, shape: "array", waits: options.wait });
+  }
+
+  /**
+   * The space's changes after `after`, then each as it commits (Server-Sent Events):
+   * `for await (const change of mem.watch(seq, { signal })) …`. It has no timeout: aborting
+   * `signal` (or the client's) ends the iteration without an error, and so does leaving the
+   * loop (the connection is closed). When the connection drops it reconnects after
+   * `reconnect` ms with `Last-Event-ID` = the last seq seen, so no change is lost or repeated;
+   * a refusal (401, 403, 404, 422) throws as every call does, on connecting or reconnecting.
+   */
+  async *watch(after = 0, options: WatchOptions = {}): AsyncGenerator<Change, void, undefined> {
+    const delay = options.reconnect ?? 1000;
+    const stop = new AbortController(); // closes the connection when the consumer stops
+    const signal = options.signal ? AbortSignal.any([stop.signal, options.signal]) : stop.signal;
+    const ended = (): boolean => Boolean(options.signal?.aborted || this.options.signal?.aborted);
+    const sending = { stream: true, signal };
+    const query = { after };
+    let last: string | undefined;
+    let connected = false;
+    try {
+      for (;;) {
+        let response: Response;
+        try {
+          const resume: { [name: string]: string } = last === undefined ? {} : { "Last-Event-ID": last };
+          response = await this.open("watch", { query }, sending, { ...resume, Accept: "text/event-stream" });
+        } catch (exc) {
+          if (ended()) return;
+          // the service is unreachable on reconnecting: try again, as an EventSource does
+          if (!connected || delay === false || !(exc instanceof ServiceError && exc.status === 0)) throw exc;
+          await pause(delay, signal);
+          continue;
+        }
+        connected = true;
+        let why = "the service ended the stream";
+        try {
+          if (response.body === null) throw new AnswerError("the service answered watch without a body");
+          for await (const event of serverSentEvents(response.body)) {
+            if (event.event !== "change") continue;
+            let change: Change;
+            try {
+              change = JSON.parse(event.data) as Change;
+            } catch {
+              throw new AnswerError(`the service sent a change that is not JSON: ${event.data.slice(0, 80)}`);
+            }
+            last = event.id ?? String(change.seq);
+            yield change;
+          }
+        } catch (exc) {
+          if (ended()) return;
+          if (exc instanceof ChronomemError) throw exc;
+          const reason = exc instanceof Error ? exc : new Error(String(exc));
+          why = `the connection dropped: ${reason.message}`;
+          if (delay === false) {
+            throw new ServiceError(`watching the changes of ${this.url}: ${why}`, { cause: reason });
+          }
+        }
+        if (ended()) return;
+        if (delay === false) throw new ServiceError(`watching the changes of ${this.url}: ${why}`);
+        await pause(delay, signal);
+      }
+    } finally {
+      stop.abort();
+    }
+  }
+
+  /** Subscribe `url` to the space's changes after `after` (default: from now on; admin); the
+   * answer carries the signing secret (a new random one unless given), the only time it is
+   * shown. */
+  async addWebhook(url: string, options: WebhookOptions = {}): Promise<Webhook> {
+    return this.send("addWebhook", { body: { ...options, url: text(url, "url") }, shape: "object" });
+  }
+
+  /** The space's subscriptions: cursor (`delivered`), failures in a row, last error; `secret`
+   * is `null` (admin). */
+  async webhooks(): Promise<Webhook[]> {
+    return this.send("webhooks", { shape: "array" });
+  }
+
+  /** One subscription; `NotFoundError` if the space has none by that id (admin). */
+  async webhook(webhookId: string): Promise<Webhook> {
+    return this.send("webhook", { path: { webhook_id: segment(webhookId, "webhook_id") }, shape: "object" });
+  }
+
+  /** A subscription's failed delivery attempts (the newest 100), oldest first (admin). */
+  async webhookFailures(webhookId: string): Promise<WebhookFailure[]> {
+    const path = { webhook_id: segment(webhookId, "webhook_id") };
+    return this.send("webhookFailures", { path, shape: "array" });
+  }
+
+  /** End a subscription, its failures with it (admin; `NotFoundError` if there is none). */
+  async removeWebhook(webhookId: string): Promise<void> {
+    const path = { webhook_id: segment(webhookId, "webhook_id") };
+    return this.send("removeWebhook", { path, shape: "empty" });
   }
 
   // -- changes by filter ----------------------------------------------------------------------

@@ -46,6 +46,15 @@ const TABLE = {
   verifyWhere: route("POST", "/records/verify-where"),
   forgetWhere: route("POST", "/records/forget-where"),
   expire: route("POST", "/expire"),
+  // the change feed and its webhooks
+  changes: route("GET", "/changes"),
+  watch: route("GET", "/changes/stream"),
+  serviceChanges: route("GET", "/v1/changes"),
+  addWebhook: route("POST", "/webhooks"),
+  webhooks: route("GET", "/webhooks"),
+  webhook: route("GET", "/webhooks/{webhook_id}"),
+  webhookFailures: route("GET", "/webhooks/{webhook_id}/failures"),
+  removeWebhook: route("DELETE", "/webhooks/{webhook_id}"),
   // reads
   recall: route("POST", "/recall"),
   peek: route("POST", "/peek"),

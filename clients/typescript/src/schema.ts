@@ -138,6 +138,20 @@ export interface ChainLink {
   effect_is_crisis: boolean;
 }
 
+export interface Change {
+  id: string;
+  seq: number;
+  space: string;
+  at: string;
+  kind: string;
+  record_id: string | null;
+  agent: string | null;
+  actor: string | null;
+  reason: string | null;
+  detail: { [key: string]: unknown };
+  text: string | null;
+}
+
 export interface ClockIn {
   now: Instant | null;
 }
@@ -590,6 +604,34 @@ export interface VerifyWhereIn {
   agent?: string | null;
   agents?: string[] | null;
   dry_run?: boolean;
+}
+
+export interface Webhook {
+  id: string;
+  space: string;
+  url: string;
+  created_at: string;
+  delivered: number;
+  failures: number;
+  last_error: string | null;
+  next_attempt_at: string | null;
+  secret: string | null;
+}
+
+export interface WebhookFailure {
+  webhook_id: string;
+  at: string;
+  seq: number;
+  event_id: string;
+  attempt: number;
+  status: number | null;
+  error: string;
+}
+
+export interface WebhookIn {
+  url: string;
+  secret?: string | null;
+  after?: number | null;
 }
 
 export interface Weights {

@@ -53,4 +53,18 @@ describe("keys", () => {
     assert.equal(hidden.problem?.error, "NotFound");
     assert.deepEqual(await stranger.with({ space: "elsewhere" }).agents(), []);
   });
+
+  it("the feed refuses as every call: before a stream starts, and for webhooks and the service's feed", async () => {
+    for (const [key, status] of [[undefined, 401], [required("CHRONOMEM_OTHER_KEY"), 404]] as const) {
+      const changes = as(key).watch();
+      const refused = await failure(changes.next(), status === 401 ? AccessDeniedError : NotFoundError);
+      assert.equal(refused.status, status);
+      assert.equal((await changes.next()).done, true); // a refused watch is over
+    }
+    const reader = as(required("CHRONOMEM_READ_KEY"));
+    assert.ok(Array.isArray(await reader.changes(0, { limit: 1 }))); // reading the feed needs read
+    for (const call of [reader.addWebhook("http://127.0.0.1:9/"), reader.webhooks(), reader.serviceChanges()]) {
+      assert.equal((await failure(call, AccessDeniedError)).status, 403);
+    }
+  });
 });

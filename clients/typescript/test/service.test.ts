@@ -1,8 +1,9 @@
 /**
  * Every verb of the client against a real `chronomem serve --no-embedder` (open: a loopback
  * server without keys, the caller is the local admin). Values written are read back; errors
- * are checked for their class, status and field. The last test checks that the run sent every
- * route of the table — so a method added to the table is also exercised here.
+ * are checked for their class, status and field; the change feed's tests are in feed.ts. The
+ * last test checks that the run sent every route of the table — so a method added to the table
+ * is also exercised here.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -21,6 +22,7 @@ import {
   type WriteResult,
 } from "../src/index.js";
 import { failure, recording, required, same, type Sent } from "./env.js";
+import { feedTests } from "./feed.js";
 
 const URL_ = required("CHRONOMEM_URL");
 const sent: Sent[] = [];
@@ -354,6 +356,8 @@ describe("a space through the TypeScript client", () => {
     const nowhere = await failure(new Client("http://127.0.0.1:9", { timeout: 5000 }).health(), ServiceError);
     assert.match(nowhere.message, /cannot reach the chronomem service at http:\/\/127\.0\.0\.1:9/);
   });
+
+  feedTests(mem, sent);
 
   it("sent every route of the table", () => {
     const missing = Object.entries(ROUTES).filter(([, route]) => {
