@@ -228,8 +228,9 @@ export function feedTests(mem: Client, sent: Sent[]): void {
   });
 
   it("422s of the feed: a negative seq, a URL that is not http(s)", async () => {
-    for (const call of [feed.changes(-1), feed.watch(-1).next(), mem.serviceChanges(-1)]) {
-      const refused = await failure(call, InvalidInputError);
+    // one at a time: a call made before the previous one is awaited would reject unhandled
+    for (const call of [() => feed.changes(-1), () => feed.watch(-1).next(), () => mem.serviceChanges(-1)]) {
+      const refused = await failure(call(), InvalidInputError);
       assert.deepEqual([refused.status, refused.field], [422, "after"]);
     }
     const url = await failure(feed.addWebhook("ftp://example.com/hook"), InvalidInputError);
