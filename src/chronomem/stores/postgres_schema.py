@@ -177,10 +177,9 @@ _REVIEW = (
 _FEED = (
     "ALTER TABLE spaces ADD COLUMN feed_seq BIGINT NOT NULL DEFAULT 0",
     """CREATE TABLE changes (
-        pk        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         space     TEXT COLLATE "C" NOT NULL,
         seq       BIGINT NOT NULL,
-        id        TEXT COLLATE "C" NOT NULL UNIQUE,
+        id        TEXT COLLATE "C" NOT NULL,
         at        TIMESTAMPTZ NOT NULL,
         kind      TEXT COLLATE "C" NOT NULL,
         record_id TEXT COLLATE "C",
@@ -188,7 +187,7 @@ _FEED = (
         actor     TEXT COLLATE "C",
         reason    TEXT COLLATE "C",
         detail    TEXT COLLATE "C" NOT NULL DEFAULT '{}',
-        UNIQUE (space, seq)
+        PRIMARY KEY (space, seq)
     )""",
     """CREATE TABLE webhooks (
         id              TEXT COLLATE "C" PRIMARY KEY,

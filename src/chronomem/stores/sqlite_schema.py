@@ -179,11 +179,12 @@ _SERVICE = (
 # The change feed (docs/design/change-feed.md): numbered per space by spaces.feed_seq.
 _FEED = (
     "ALTER TABLE spaces ADD COLUMN feed_seq INTEGER NOT NULL DEFAULT 0",
+    # keyed by (space, seq): a read from a position is one range of the key; the random ids
+    # are unique without an index of their own
     """CREATE TABLE changes (
-        pk        INTEGER PRIMARY KEY AUTOINCREMENT,
         space     TEXT NOT NULL,
         seq       INTEGER NOT NULL,
-        id        TEXT NOT NULL UNIQUE,
+        id        TEXT NOT NULL,
         at        INTEGER NOT NULL,
         kind      TEXT NOT NULL,
         record_id TEXT,
@@ -191,8 +192,8 @@ _FEED = (
         actor     TEXT,
         reason    TEXT,
         detail    TEXT NOT NULL DEFAULT '{}',
-        UNIQUE (space, seq)
-    )""",
+        PRIMARY KEY (space, seq)
+    ) WITHOUT ROWID""",
     """CREATE TABLE webhooks (
         id              TEXT PRIMARY KEY,
         space           TEXT NOT NULL,
