@@ -33,11 +33,16 @@ def running(
     loopback: bool = True,
     max_body_bytes: int = 16 << 20,
     hot_reads: bool = True,
+    webhooks: bool = True,
     **spaces: Any,
 ) -> Iterator[tuple[str, Spaces]]:
-    """The service's root URL and its handles, while it runs."""
+    """The service's root URL and its handles, while it runs (``webhooks``: with its delivery
+    loop)."""
     handles = Spaces(location=location, **spaces)
-    app = create_app(handles, loopback=loopback, max_body_bytes=max_body_bytes, hot_reads=hot_reads)
+    app = create_app(
+        handles, loopback=loopback, max_body_bytes=max_body_bytes, hot_reads=hot_reads,
+        webhooks=webhooks,
+    )  # fmt: skip
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -282,5 +282,6 @@ class WebhookIn(_In):
         description="the HMAC-SHA256 key of the signatures (default: a new random one, shown once)",
     )  # fmt: skip
     after: int | None = Field(
-        None, ge=0, description="deliver the changes after this seq (default: from now on)"
-    )
+        None, ge=0, le=2**63 - 1,
+        description="deliver the changes after this seq (default: from now on)",
+    )  # fmt: skip

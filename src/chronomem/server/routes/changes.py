@@ -16,6 +16,7 @@ from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from chronomem.checks import MAX_INT
 from chronomem.errors import InvalidInputError, NotFoundError
 from chronomem.model.change import (
     MAX_CHANGES,
@@ -38,7 +39,9 @@ POLL_S = 0.2
 #: A stream's comment line this often keeps proxies from closing an idle connection.
 HEARTBEAT_S = 15.0
 
-After = Annotated[int, Query(ge=0, description="changes after this seq (0: from the start)")]
+After = Annotated[
+    int, Query(ge=0, le=MAX_INT, description="changes after this seq (0: from the start)")
+]
 Limit = Annotated[int, Query(ge=1, le=MAX_CHANGES, description="the most changes returned")]
 Wait = Annotated[
     float,
@@ -72,7 +75,7 @@ def resume_from(request: Request, after: int) -> int:
     last = request.headers.get("last-event-id")
     if last is None:
         return after
-    if not last.isdigit():
+    if not last.isdigit() or int(last) > MAX_INT:
         raise InvalidInputError(f"Last-Event-ID must be a seq; got {last!r:.40}", field="after")
     return int(last)
 
