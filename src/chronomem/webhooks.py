@@ -49,4 +49,5 @@ def verify(
     current = SystemClock().now().timestamp() if now is None else now
     if abs(current - at) > tolerance:
         return False
-    return hmac.compare_digest(fields.get("v1", ""), _digest(secret, body, at))
+    given = fields.get("v1", "").encode("ascii", "replace")  # compare_digest takes ASCII str only
+    return hmac.compare_digest(given, _digest(secret, body, at).encode())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import select
 import subprocess
 import sys
 import time
@@ -51,6 +52,9 @@ def test_watch_prints_the_feed_from_a_position(
     code, _, err = run(capsys, "watch", "--db", str(db), "--space", "town", "--after", "-1")
     assert code == 2
     assert "--after" in err
+    code, _, err = run(capsys, "watch", "--db", str(db), "--space", "town", "--interval", "-1")
+    assert code == 2
+    assert "--interval" in err
 
 
 def test_watch_follows_what_another_process_writes(tmp_path: Path) -> None:
@@ -65,6 +69,8 @@ def test_watch_follows_what_another_process_writes(tmp_path: Path) -> None:
         with Memory.open(db, space="town", embedder=None) as other:
             written = other.remember("the band arrives at 7", embedding=unit(0, 1)).id
         assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 20)
+        assert ready, "watch --follow printed nothing within 20 s of the write"
         event = json.loads(proc.stdout.readline())
         assert (event["seq"], event["record_id"], event["text"]) == (
             4,

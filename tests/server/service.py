@@ -4,6 +4,7 @@ the test process (so a test can seed ids the way tests/stores/test_contract.py d
 from __future__ import annotations
 
 import asyncio
+import signal
 import socket
 import subprocess
 import sys
@@ -93,10 +94,15 @@ class Blocking:
 
 @contextmanager
 def serving_process(
-    db: str | Path, *flags: str, cwd: Path | None = None, env: dict[str, str] | None = None
+    db: str | Path,
+    *flags: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    stop: signal.Signals = signal.SIGTERM,
 ) -> Iterator[str]:
     """A real ``chronomem serve`` process (the console script of this environment) on a free
-    127.0.0.1 port, until the block ends: its root URL once ``/v1/health`` answers."""
+    127.0.0.1 port, until the block ends: its root URL once ``/v1/health`` answers. ``stop``:
+    the signal that ends it (``SIGKILL``: a crash, nothing shut down)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
@@ -120,7 +126,7 @@ def serving_process(
             time.sleep(0.1)
         yield url
     finally:
-        proc.terminate()
+        proc.send_signal(stop)
         proc.wait(timeout=60)
 
 

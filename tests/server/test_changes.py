@@ -90,6 +90,19 @@ def test_a_review_decision_is_a_change(mem: Memory) -> None:
     assert decision.detail == {"proposal_id": pushed.id, "decision": "rejected"}
 
 
+def test_records_flagged_by_a_change_to_their_evidence_are_changes(mem: Memory) -> None:
+    cited = mem.remember("Maria agreed to decorate", embedding=V).id
+    insight = mem.remember("Maria is a good friend", kind="reflection", evidence=[cited],
+                           embedding=unit(0, 1, 0, 0)).id  # fmt: skip
+    head = mem.stats()["last_change"]
+    mem.close_record(cited, reason="she cancelled")
+    flagged = [(c.kind, c.record_id) for c in mem.changes(head)]
+    assert ("flag", insight) in flagged
+    assert ("close", cited) in flagged
+    [flag] = [c for c in mem.changes(head) if c.kind == "flag"]
+    assert flag.detail["evidence_status"] == mem.get(insight).evidence_status.value
+
+
 def test_secret_and_personal_records_never_show_their_text(mem: Memory) -> None:
     mem.remember("the safe code is 4711", sensitivity="secret", embedding=V)
     mem.remember("ana's phone is 555", sensitivity="personal", embedding=V)
@@ -258,11 +271,44 @@ def test_the_feed_needs_read_and_webhooks_admin(tmp_path: Path) -> None:
         ops = {"Authorization": f"Bearer {admin}"}
         assert httpx.get(f"{url}/v1/changes", headers=bearer).status_code == 403
         [made] = httpx.get(f"{url}/v1/changes", headers=ops).json()
-        assert (made["kind"], made["detail"]["label"], made["space"]) == ("key", "ops", "")
+        assert (made["kind"], made["detail"]["scope"], made["space"]) == ("key", "admin", "")
+        assert "label" not in made["detail"]  # a key's label is not for the feed's readers
+        # an admin key of one space is not an admin of the service
+        assert httpx.get(f"{url}/v1/changes", headers=elsewhere).status_code == 403
         # the space's feed has the key bound to it
         kinds = [c["kind"] for c in httpx.get(f"{base}/changes", headers=bearer).json()]
         assert kinds == ["key"]
         assert "" not in sp.admin.spaces()
+
+
+def test_a_revoked_key_s_stream_ends(tmp_path: Path) -> None:
+    clock = SimClock(T0)
+    with running(tmp_path / "s.db", loopback=False, embedder=FixedEmbedder(dim=4)) as (url, sp):
+        key, token = create_key(sp.admin, space="town", scope="write", label=None,
+                                now=clock.now())  # fmt: skip
+        bearer = {"Authorization": f"Bearer {token}"}
+        base = f"{url}/v1/spaces/town"
+        lines: list[str] = []
+        ended = threading.Event()
+
+        def follow() -> None:
+            with httpx.stream("GET", f"{base}/changes/stream", headers=bearer, timeout=30) as s:
+                for line in s.iter_lines():
+                    lines.append(line)
+            ended.set()
+
+        reader = threading.Thread(target=follow, daemon=True)
+        reader.start()
+        httpx.post(f"{base}/records", json={"text": "seen"}, headers=bearer).raise_for_status()
+        deadline = time.monotonic() + 10
+        while not any('"seen"' in line for line in lines) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        revoke_key(sp.admin, key.id, now=clock.now())
+        with Memory.open(tmp_path / "s.db", space="town", embedder=None) as other:
+            other.remember("after the revocation", embedding=unit(1, 0, 0, 0))
+        assert ended.wait(10), "the stream went on after its key was revoked"
+        assert any('"seen"' in line for line in lines)
+        assert not any("after the revocation" in line for line in lines)
 
 
 def test_stats_name_the_newest_change(tmp_path: Path) -> None:

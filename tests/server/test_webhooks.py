@@ -6,6 +6,7 @@ purged record, and every event received (deduplicated by id) across a restart of
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -84,6 +85,7 @@ def test_signatures_check_the_body_the_secret_and_the_time() -> None:
     assert not verify("whsec_other_secret_000", body, header, now=1_700_000_100)
     assert not verify("whsec_0123456789abcdef", body, header, now=1_700_000_301)  # too old
     assert not verify("whsec_0123456789abcdef", body, "v1=abc", now=1_700_000_000)
+    assert not verify("whsec_0123456789abcdef", body, "t=1700000000,v1=é", now=1_700_000_000)
     assert [backoff(n) for n in (1, 2, 3, 9, 10, 40)] == [1, 2, 4, 256, 300, 300]
 
 
@@ -130,6 +132,70 @@ def test_deliveries_are_signed_in_order_and_retried_without_skipping(
             0,
             None,
         )
+
+
+class _LosesOneCursorMove:
+    """A store whose first ``webhook_delivered`` fails, as a crash between a receiver's 2xx
+    and the cursor's move would leave it."""
+
+    def __init__(self, store: Any) -> None:
+        self._store, self.failed = store, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def webhook_delivered(self, webhook_id: str, seq: int) -> None:
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("the process died here")
+        self._store.webhook_delivered(webhook_id, seq)
+
+
+def test_an_event_whose_cursor_move_was_lost_is_sent_again_the_same(tmp_path: Path) -> None:
+    clock = SimClock(T0)
+    with Memory.open(tmp_path / "s.db", space="town", embedder=None, clock=clock) as mem, \
+            receiver() as hook_receiver:  # fmt: skip
+        store = mem._h.store
+        store.insert_webhook(new_webhook("town", hook_receiver.url, None, after=0))
+        for text in ("one", "two"):
+            mem.remember(text, embedding=unit(1, 0, 0, 0))
+        deliverer = Deliverer(_LosesOneCursorMove(store), clock=clock)  # type: ignore[arg-type]
+        try:
+            assert deliverer.run_once() == 0  # delivered, but the cursor did not move
+            assert deliverer.run_once() == 2  # so it is sent again, then the next
+        finally:
+            deliverer.stop()
+        bodies = [body for _, body, _ in hook_receiver.got]
+        assert [json.loads(b)["seq"] for b in bodies] == [1, 1, 2]
+        assert bodies[0] == bodies[1]  # the same event, the same id: the receiver dedupes
+
+
+def test_a_bad_subscription_neither_stops_the_others_nor_keeps_what_it_answered(
+    tmp_path: Path,
+) -> None:
+    clock = SimClock(T0)
+    with Memory.open(tmp_path / "s.db", space="town", embedder=None, clock=clock) as mem, \
+            receiver(plan=[500]) as hook_receiver:  # fmt: skip
+        store = mem._h.store
+        broken = new_webhook("town", "http://[::1/x", None, after=0)  # stored before checks
+        store.insert_webhook(broken)
+        clock.advance(seconds=1)
+        store.insert_webhook(new_webhook("town", hook_receiver.url, None, after=0))
+        mem.remember("one", embedding=unit(1, 0, 0, 0))
+        deliverer = Deliverer(store, clock=clock)
+        try:
+            deliverer.run_once()  # the broken one fails, the receiver answers 500
+            clock.advance(seconds=1)
+            assert deliverer.run_once() == 1  # the receiver's retry is delivered
+        finally:
+            deliverer.stop()
+        failures = store.webhook_failures(broken.id)  # recorded, retried on its own backoff
+        assert [(f.attempt, f.status) for f in failures] == [(1, None), (2, None)]
+        assert failures[0].error.startswith("InvalidURL")
+        hooks = {h.url: h for h in store.webhooks()}
+        assert hooks[hook_receiver.url].delivered == 1
+        answered = store.webhook_failures(hooks[hook_receiver.url].id)
+        assert [(f.status, f.error) for f in answered] == [(500, "HTTP 500")]  # not its body
 
 
 def test_a_purge_before_delivery_leaves_no_text_in_it(tmp_path: Path) -> None:
@@ -194,6 +260,10 @@ def test_webhook_subscriptions_over_http(tmp_path: Path) -> None:
         assert httpx.post(f"{base}/webhooks", json={"url": "ftp://x"}).status_code == 422
         short = {"url": hook_receiver.url, "secret": "short"}
         assert httpx.post(f"{base}/webhooks", json=short).status_code == 422
+        bad = httpx.post(f"{base}/webhooks", json={"url": "http://[::1/x"})
+        assert (bad.status_code, bad.json()["field"]) == (422, "url")
+        ahead = httpx.post(f"{base}/webhooks", json={"url": hook_receiver.url, "after": 5})
+        assert (ahead.status_code, ahead.json()["field"]) == (422, "after")
         httpx.post(f"{base}/records", json={"text": "hello", "embedding": V}).raise_for_status()
         deadline = time.monotonic() + 20
         while not hook_receiver.answered() and time.monotonic() < deadline:
@@ -208,13 +278,14 @@ def test_webhook_subscriptions_over_http(tmp_path: Path) -> None:
 
 
 def test_a_receiver_sees_every_change_across_a_service_restart(tmp_path: Path) -> None:
-    """The acceptance check: a real ``chronomem serve`` is stopped while it delivers and
-    started again; deduplicated by event id, the receiver has every change of the feed exactly
-    once, each redelivery identical to its first delivery. The stopped process hands its lease
-    back, so the restarted one delivers at once."""
+    """The acceptance check: a real ``chronomem serve`` is killed (SIGKILL: nothing shut down)
+    while it delivers and started again; deduplicated by event id, the receiver has every
+    change of the feed exactly once, each redelivery identical to its first delivery. The
+    killed process's lease (2 s here) runs out and the restarted one takes over."""
     db = tmp_path / "served.db"
+    lease = ("--webhook-lease", "2")
     with receiver(delay=0.03) as hook_receiver:
-        with serving_process(db, "--no-embedder") as url:
+        with serving_process(db, "--no-embedder", *lease, stop=signal.SIGKILL) as url:
             base = f"{url}/v1/spaces/town"
             made = httpx.post(f"{base}/webhooks", json={"url": hook_receiver.url, "after": 0})
             secret = made.json()["secret"]
@@ -224,7 +295,7 @@ def test_a_receiver_sees_every_change_across_a_service_restart(tmp_path: Path) -
             while len(hook_receiver.answered()) < 5 and time.monotonic() < deadline:
                 time.sleep(0.02)
         assert len(hook_receiver.answered()) < 40, "the stop came after every delivery"
-        with serving_process(db, "--no-embedder") as url:
+        with serving_process(db, "--no-embedder", *lease) as url:
             base = f"{url}/v1/spaces/town"
             items = [{"text": f"after restart {i}", "embedding": V} for i in range(10)]
             httpx.post(f"{base}/records/batch", json={"items": items}).raise_for_status()
@@ -234,7 +305,6 @@ def test_a_receiver_sees_every_change_across_a_service_restart(tmp_path: Path) -
                 if {e["id"] for e in hook_receiver.answered()} >= {e["id"] for e in feed}:
                     break
                 time.sleep(0.1)
-            # well before the stopped process's 30 s lease would have run out
             assert time.monotonic() - start < 25
     assert len(feed) == 50
     by_id: dict[str, dict[str, Any]] = {}

@@ -378,6 +378,13 @@ def build_parser() -> argparse.ArgumentParser:
         "the space's index (default 1; see docs/http.md, Concurrency, for when more help)",
     )
     p.add_argument(
+        "--webhook-lease",
+        type=float,
+        default=30.0,
+        help="seconds a process delivering a webhook keeps it from the other processes; after a "
+        "crash, its deliveries resume when the lease runs out (default 30)",
+    )
+    p.add_argument(
         "--log-format",
         choices=["text", "json"],
         default="text",

@@ -40,6 +40,7 @@ def serve_command(args: argparse.Namespace, cfg: Settings) -> int:
             max_body_bytes=int(args.max_body_mb * (1 << 20)),
             readers=args.readers,
             log_format=args.log_format,
+            webhook_lease=args.webhook_lease,
             # As many model runs at once as the cores hold at CHRONOMEM_TORCH_THREADS each.
             embedder_runs=max(1, (os.cpu_count() or 1) // cfg.torch_threads)
             if cfg.torch_threads

@@ -46,6 +46,9 @@ def watch_command(args: argparse.Namespace, cfg: Settings) -> int:
     if args.after < 0:
         print("error: --after must be 0 or more", file=sys.stderr)
         return 2
+    if not args.interval > 0:
+        print("error: --interval must be more than 0 seconds", file=sys.stderr)
+        return 2
     position = args.after
     with open_memory(dataclasses.replace(cfg, embedder=False)) as mem:  # no model is needed
         local = isinstance(mem, Memory)

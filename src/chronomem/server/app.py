@@ -21,6 +21,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from chronomem.errors import ChronomemError, ConfigError
@@ -57,20 +58,22 @@ def create_app(
     hot_reads: bool = True,
     metrics: bool = True,
     webhooks: bool = True,
+    webhook_lease: float = 30.0,
 ) -> FastAPI:
     """The service over ``spaces``. ``loopback``: the server listens on a loopback address only
     (it may then run without keys; see ``auth.py``). Bodies over ``max_body_bytes`` get 413.
     ``hot_reads=False`` sends recall and peek through the framework's routes too (``hot.py``;
     the answers are the same, which the tests check). ``metrics``: keep Prometheus metrics at
     ``/metrics`` (when ``prometheus_client`` is installed; ``observe.py``). ``webhooks``: deliver
-    the webhook subscriptions while the app runs (its lifespan; ``server/webhooks.py``)."""
+    the webhook subscriptions while the app runs (its lifespan; ``server/webhooks.py``), each
+    leased for ``webhook_lease`` seconds."""
     from chronomem import __version__
 
     mcp_servers: list[Any] = []  # the MCP server, once mounted (its sessions run in the lifespan)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        deliverer = Deliverer(spaces.admin) if webhooks else None
+        deliverer = Deliverer(spaces.admin, lease=webhook_lease) if webhooks else None
         if deliverer is not None:
             deliverer.start()
         try:
@@ -81,7 +84,7 @@ def create_app(
                 yield
         finally:
             if deliverer is not None:
-                deliverer.stop()
+                await run_in_threadpool(deliverer.stop)  # it may wait for a POST to end
 
     app = FastAPI(
         title="chronomem",

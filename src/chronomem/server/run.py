@@ -30,6 +30,7 @@ class ServeSettings:
     embedder_runs: int = 1
     readers: int = 1  # handles per space that may read at once (``Spaces.reader``)
     log_format: str = "text"  # or "json": one JSON object per line (``observe.JsonLines``)
+    webhook_lease: float = 30.0  # seconds a process may keep a webhook from the others
 
 
 def serve(settings: ServeSettings) -> int:
@@ -63,7 +64,10 @@ def serve(settings: ServeSettings) -> int:
                 f"would have admin rights. Create one with `chronomem keys create --scope admin "
                 f"--all-spaces`, or serve on 127.0.0.1"
             )
-        app = create_app(spaces, loopback=loopback, max_body_bytes=settings.max_body_bytes)
+        app = create_app(
+            spaces, loopback=loopback, max_body_bytes=settings.max_body_bytes,
+            webhook_lease=settings.webhook_lease,
+        )  # fmt: skip
         mode = (
             "API keys required" if keyed or not loopback else "open to the local user (no keys yet)"
         )

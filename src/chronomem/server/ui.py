@@ -260,11 +260,12 @@ def mount_ui(app: FastAPI, spaces: Spaces, gate: Gate) -> None:
         app.add_api_route(path, timeline, methods=["GET"], include_in_schema=False)
 
     @app.get("/ui/spaces/{space}/changes", include_in_schema=False)
-    async def changes(request: Request, space: str, after: int = 0) -> StreamingResponse:
+    async def changes(request: Request, space: str, after: feed.After = 0) -> StreamingResponse:
         """The space's change feed for the pages (the session's key; ``EventSource`` sends
         no header): the timeline redraws from it instead of reloading."""
         await run_in_threadpool(caller, request, space)
-        return feed.stream(spaces.admin, space, feed.resume_from(request, max(0, after)), request)
+        start = feed.resume_from(request, after)
+        return feed.stream(spaces.admin, space, start, request, lambda: caller(request, space))
 
     @app.get("/ui/spaces/{space}/records/{record_id}", include_in_schema=False)
     def record_page(request: Request, space: str, record_id: str) -> HTMLResponse:

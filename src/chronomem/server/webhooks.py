@@ -13,11 +13,12 @@ import httpx
 from pydantic import TypeAdapter
 
 from chronomem.clock import Clock, SystemClock, from_micros, to_micros
+from chronomem.errors import InvalidInputError
 from chronomem.model.change import Change, Webhook, WebhookFailure
 from chronomem.stores.base import MemoryStore
 from chronomem.webhooks import EVENT_ID_HEADER, SIGNATURE_HEADER, sign
 
-__all__ = ["Deliverer", "backoff", "delivery_body", "new_webhook"]
+__all__ = ["Deliverer", "backoff", "check_url", "delivery_body", "new_webhook"]
 
 _log = logging.getLogger(__name__)
 #: Changes one pass sends to one subscription before moving to the next.
@@ -42,7 +43,8 @@ class Deliverer:
     """Delivers every subscription of ``store``: :meth:`run_once` is one pass, :meth:`start`
     runs passes every ``poll`` seconds on a daemon thread until :meth:`stop`.
 
-    ``timeout``: seconds a receiver has to answer; ``lease``: how long a pass may keep a
+    ``timeout``: seconds each phase of a POST may take (connecting, sending, the answer's
+    status line and headers), at most a third of the lease; ``lease``: how long a pass may keep a
     subscription from other replicas (renewed before a POST once half of it has passed, so a
     POST always starts with at least half the lease ahead); ``base_delay``/``max_delay``:
     the backoff. ``clock``: the wall clock (settable for tests)."""
@@ -64,7 +66,8 @@ class Deliverer:
         self._poll, self._lease = poll, lease
         self._base, self._cap = base_delay, max_delay
         self._clock = clock or SystemClock()
-        self._http = httpx.Client(timeout=timeout, transport=transport, follow_redirects=False)
+        phase = min(timeout, lease / 3)
+        self._http = httpx.Client(timeout=phase, transport=transport, follow_redirects=False)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._held: dict[str, int] = {}  # subscription -> when this process's lease ends (µs)
@@ -76,10 +79,14 @@ class Deliverer:
 
     def stop(self) -> None:
         """End the loop and hand the leases back, so another process (a restarted one, a
-        replica) delivers at once instead of when the lease runs out."""
+        replica) delivers at once instead of when the lease runs out — unless a POST is still
+        running, whose subscription keeps its lease until it runs out."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+            if self._thread.is_alive():
+                _log.warning("webhook deliveries did not stop in 30 s; leases left to run out")
+                return
             self._thread = None
         self._http.close()
         now = self._now_us()
@@ -98,8 +105,16 @@ class Deliverer:
                 _log.exception("webhook pass failed; retrying at the next poll")
 
     def run_once(self) -> int:
-        """One pass over every subscription that is due; the number of changes delivered."""
-        return sum(self._deliver(hook) for hook in self._store.webhooks())
+        """One pass over every subscription that is due; the number of changes delivered. A
+        fault with one subscription (its store rows, anything a POST raises) is logged and
+        leaves the others to be delivered."""
+        sent = 0
+        for hook in self._store.webhooks():
+            try:
+                sent += self._deliver(hook)
+            except Exception:
+                _log.exception("webhook %s: pass failed; retrying at the next poll", hook.id)
+        return sent
 
     def _now_us(self) -> int:
         return to_micros(self._clock.now())
@@ -146,13 +161,14 @@ class Deliverer:
             SIGNATURE_HEADER: sign(hook.secret or "", body, timestamp=self._now_us() // 1_000_000),
             "User-Agent": "chronomem-webhooks",
         }
-        try:
-            answer = self._http.post(hook.url, content=body, headers=headers)
-        except httpx.HTTPError as exc:
+        try:  # only the status is read: a receiver's answer is neither kept nor waited for
+            with self._http.stream("POST", hook.url, content=body, headers=headers) as answer:
+                status = answer.status_code
+        except Exception as exc:  # no answer, or a URL the client cannot send to
             return None, f"{type(exc).__name__}: {exc}"[:500]
-        if 200 <= answer.status_code < 300:
+        if 200 <= status < 300:
             return None
-        return answer.status_code, f"HTTP {answer.status_code}: {answer.text[:200]}"
+        return status, f"HTTP {status}"
 
     def _failed(self, hook: Webhook, change: Change, status: int | None, error: str) -> None:
         attempt = hook.failures + 1
@@ -167,6 +183,17 @@ class Deliverer:
             "webhook %s: change %d not delivered (attempt %d, next in %.0f s): %s",
             hook.id, change.seq, attempt, delay, error,
         )  # fmt: skip
+
+
+def check_url(url: str) -> str:
+    """``url`` if a delivery can be sent to it (http or https, a host); else InvalidInputError."""
+    try:
+        parsed = httpx.URL(url)
+    except Exception as exc:  # httpx raises several kinds for a malformed URL
+        raise InvalidInputError(f"not a URL a webhook can be sent to: {exc}", field="url") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise InvalidInputError("a webhook URL is http(s)://host/…", field="url")
+    return url
 
 
 def new_webhook(

@@ -8,8 +8,9 @@ one; a waiting request holds no worker thread."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated
 
 from fastapi import APIRouter, FastAPI, Query, Request
@@ -28,11 +29,20 @@ from chronomem.model.change import (
 )
 from chronomem.model.keys import Scope
 from chronomem.server import wire
+from chronomem.server.auth import Denied
 from chronomem.server.routes.service import Credentials, Service
-from chronomem.server.webhooks import delivery_body, new_webhook
+from chronomem.server.webhooks import check_url, delivery_body, new_webhook
 from chronomem.stores.base import MemoryStore
 
-__all__ = ["HEARTBEAT_S", "POLL_S", "register", "register_service", "resume_from", "stream"]
+__all__ = [
+    "HEARTBEAT_S",
+    "POLL_S",
+    "After",
+    "register",
+    "register_service",
+    "resume_from",
+    "stream",
+]
 
 #: How often a waiting read asks the store whether the feed moved.
 POLL_S = 0.2
@@ -80,14 +90,21 @@ def resume_from(request: Request, after: int) -> int:
     return int(last)
 
 
-def stream(store: MemoryStore, feed: str, after: int, request: Request) -> StreamingResponse:
+def stream(
+    store: MemoryStore, feed: str, after: int, request: Request, allowed: Callable[[], object]
+) -> StreamingResponse:
     """``feed``'s changes after ``after`` as Server-Sent Events, then each as it commits, until
-    the client goes away (the API's stream and the web UI's)."""
+    the client goes away or ``allowed`` (the caller's key, checked again before each wait for a
+    change) refuses — a revoked key's stream ends (the API's stream and the web UI's)."""
 
     async def events() -> AsyncIterator[bytes]:
         position = after
         yield b"retry: 2000\n\n"
         while not await request.is_disconnected():
+            try:
+                await run_in_threadpool(allowed)
+            except Denied:
+                return
             found = await run_in_threadpool(store.changes, feed, position, 100)
             for change in found:
                 data = delivery_body(change)
@@ -122,15 +139,21 @@ def register(v1: APIRouter, service: Service) -> None:
         """The space's changes as Server-Sent Events (``event: change``, ``id:`` its seq), from
         ``after`` or a reconnecting client's ``Last-Event-ID``, then each as it commits."""
         await run_in_threadpool(service.allow, auth, space, Scope.READ)
-        return stream(service.spaces.admin, space, resume_from(request, after), request)
+        allowed = functools.partial(service.allow, auth, space, Scope.READ)
+        return stream(service.spaces.admin, space, resume_from(request, after), request, allowed)
 
     @v1.post("/webhooks", tags=["changes"], status_code=201)
     def add_webhook(space: str, body: wire.WebhookIn, auth: Credentials) -> Webhook:
         """Subscribe a URL to the space's changes; the answer shows the secret, once."""
         service.allow(auth, space, Scope.ADMIN)
         store = service.spaces.admin
-        after = store.feed_head(space) if body.after is None else body.after
-        hook = new_webhook(space, body.url, body.secret, after=after)
+        head = store.feed_head(space)
+        if body.after is not None and body.after > head:
+            raise InvalidInputError(
+                f"after {body.after} is past the feed's newest change ({head})", field="after"
+            )
+        after = head if body.after is None else body.after
+        hook = new_webhook(space, check_url(body.url), body.secret, after=after)
         store.insert_webhook(hook)
         return hook
 
@@ -174,6 +197,8 @@ def register_service(app: FastAPI, service: Service) -> None:
         wait: Wait = 0.0,
     ) -> list[Change]:  # fmt: skip
         """Changes of the service itself (admin keys' creation and revocation), as
-        ``/v1/spaces/{space}/changes`` reads a space's."""
-        await run_in_threadpool(service.allow, auth, None, Scope.ADMIN)
+        ``/v1/spaces/{space}/changes`` reads a space's; for admin keys of every space."""
+        caller = await run_in_threadpool(service.allow, auth, None, Scope.ADMIN)
+        if caller.key is not None and caller.key.space is not None:
+            raise Denied(403, "Forbidden", "the service's feed is for admin keys of every space")
         return await _long_poll(service, SERVICE_FEED, after, limit, wait, request)

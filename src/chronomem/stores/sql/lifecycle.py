@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from chronomem.arrays import F32
 from chronomem.errors import ConflictError
 from chronomem.model.audit import Closure
+from chronomem.model.change import ChangeRow
 from chronomem.model.record import Dependant
-from chronomem.stores.sql import fulltext
+from chronomem.stores.sql import changes, fulltext
 from chronomem.stores.sql.backend import (
     SQLBackend,
     bump,
@@ -214,4 +215,7 @@ def flag_evidence(db: SQLBackend, space: str, cited_ids: Sequence[str], status: 
                 "UPDATE records SET evidence_status = ?, change_seq = ? WHERE id = ?",
                 [(status, seq, rid) for rid in flagged],
             )
+            rows = [ChangeRow(kind="flag", record_id=rid, detail={"evidence_status": status})
+                    for rid in flagged]  # fmt: skip
+            changes.append_changes(db, space, rows)
     return flagged

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from chronomem.errors import ConflictError
 from chronomem.stores.base import EmbeddingMeta, Pending, PendingVector, ReembedState
 from chronomem.stores.sql import reembed
-from chronomem.stores.sql.backend import SQLBackend, put_meta
+from chronomem.stores.sql.backend import SQLBackend, bump, put_meta
 
 __all__ = ["StoreMetadata"]
 
@@ -56,7 +56,10 @@ class StoreMetadata:
             # change_seq moves (Handle.sync_model), so move every space's, in the same commit.
             # Two such writes queue on the key's row first; a writer holds one space's row
             # and no store_meta row this takes, so neither waits for the other in a cycle.
-            self._execute("UPDATE spaces SET change_seq = change_seq + 1")
+            # In name order, as reembed's cut-over does: two multi-space bumps never lock the
+            # same rows in opposite orders.
+            for (space,) in self._query("SELECT space FROM spaces ORDER BY space"):
+                bump(self, space)
 
     # -- a switch to another embedding model (sql/reembed.py) --------------------------------
     def reembed_state(self: SQLBackend) -> ReembedState | None:

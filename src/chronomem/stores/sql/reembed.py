@@ -124,7 +124,10 @@ def cut_over(
         # every space (their writers wait for the cut-over), then what was written meanwhile.
         put_meta(db, "embedding_model", model)
         put_meta(db, "embedding_dim", str(dim))
-        seqs = [(space, bump(db, space)) for (space,) in db._query("SELECT space FROM spaces")]
+        seqs = [
+            (space, bump(db, space))
+            for (space,) in db._query("SELECT space FROM spaces ORDER BY space")
+        ]
         rest = todo(db, None)
         _insert(db, stragglers(rest) if rest else [])
         for space, seq in seqs:

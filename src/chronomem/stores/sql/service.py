@@ -72,8 +72,9 @@ def revoke_key(db: SQLBackend, key_id: str, at_us: int) -> bool:
 
 def _key_changed(db: SQLBackend, key: ApiKey, change: str) -> None:
     """A key's creation or revocation in the feed of its space (a key bound to no space: the
-    service's feed). The secret's digest is not part of it."""
-    detail = {"key_id": key.id, "scope": key.scope.value, "label": key.label, "change": change}
+    service's feed): its id and scope — not its label, which a reader of the space's feed need
+    not see, nor anything of its secret."""
+    detail = {"key_id": key.id, "scope": key.scope.value, "change": change}
     feed = SERVICE_FEED if key.space is None else key.space
     changes.append_changes(db, feed, [ChangeRow(kind="key", detail=detail)])
 
