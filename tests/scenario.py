@@ -118,10 +118,11 @@ def dump(mem: Memory, crisis: str | None = None) -> dict[str, Any]:
             (e.at, e.action, e.record_id, e.actor, e.reason, dict(e.detail)) for e in mem.audit()
         ],
         "agents": {a: mem.accumulated_importance(a) for a in mem.agents()},
+        # ``last_change`` is the store's own feed: a copy's feed holds the copy being made
         "stats": {
             k: v
             for k, v in mem.stats().items()
-            if k not in {"store", "bytes_on_disk", "schema_version", "candidates"}
+            if k not in {"store", "bytes_on_disk", "schema_version", "candidates", "last_change"}
         },
     }
     out.update(reads(mem, now, crisis))
