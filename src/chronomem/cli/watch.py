@@ -15,10 +15,12 @@ from typing import Any
 from chronomem.cli.render import short_time
 from chronomem.cli.settings import Settings, open_memory
 from chronomem.engine import Memory
-from chronomem.model.change import Change
+from chronomem.model.change import MAX_CHANGES, Change
 
 __all__ = ["add_command", "watch_command"]
 
+#: Changes asked for at once (the most a read of the feed returns).
+_PAGE = MAX_CHANGES
 #: How long one long poll of the service waits for a change.
 _POLL_WAIT_S = 25.0
 
@@ -51,21 +53,20 @@ def watch_command(args: argparse.Namespace, cfg: Settings) -> int:
         return 2
     position = args.after
     with open_memory(dataclasses.replace(cfg, embedder=False)) as mem:  # no model is needed
-        local = isinstance(mem, Memory)
         try:
             while True:
                 if isinstance(mem, Memory) or not args.follow:
-                    found = mem.changes(position, limit=1000)
-                else:
-                    found = mem.changes(position, limit=1000, wait=_POLL_WAIT_S)
+                    found = mem.changes(position, limit=_PAGE)
+                else:  # the service holds the answer until a change commits
+                    found = mem.changes(position, limit=_PAGE, wait=_POLL_WAIT_S)
                 for change in found:
                     print(_line(change, args.json), flush=True)
                     position = change.seq
+                if len(found) == _PAGE:
+                    continue  # more is there now
                 if not args.follow:
-                    if len(found) < 1000:
-                        return 0
-                    continue
-                if not found and local:
+                    return 0
+                if isinstance(mem, Memory):
                     time.sleep(args.interval)
         except KeyboardInterrupt:
             return 0
