@@ -99,7 +99,12 @@ def test_deliveries_are_signed_in_order_and_retried_without_skipping(
         mem.remember("before the subscription", embedding=unit(1, 0, 0, 0))
         hook = new_webhook("town", hook_receiver.url, None, after=store.feed_head("town"))
         store.insert_webhook(hook)
-        ids = [mem.remember(f"note {i}", embedding=unit(1, 0, 0, 0)).id for i in range(3)]
+        texts = [
+            "파티는 다섯 시에 시작해요",
+            "会議は明日の九時からです",
+            "user: the ferry leaves at 9",
+        ]
+        ids = [mem.remember(t, embedding=unit(1, 0, 0, 0)).id for t in texts]
         deliverer = Deliverer(store, clock=clock, base_delay=1.0)
         try:
             assert deliverer.run_once() == 0  # 500: attempt 1 failed, next in 1 s
@@ -118,6 +123,7 @@ def test_deliveries_are_signed_in_order_and_retried_without_skipping(
         delivered = hook_receiver.answered()
         assert [(e["seq"], e["record_id"]) for e in delivered] == [(2, ids[0]), (3, ids[1]),
                                                                     (4, ids[2])]  # fmt: skip
+        assert [e["text"] for e in delivered] == texts  # Korean, Japanese, a chat turn: as written
         # every attempt of change 2 carried the same event id, each signed with the secret
         assert [h[EVENT_ID_HEADER] for h, _, _ in hook_receiver.got[:3]] == [delivered[0]["id"]] * 3
         for headers, body, _ in hook_receiver.got:
@@ -241,6 +247,28 @@ def test_replicas_do_not_deliver_one_subscription_at_once(tmp_path: Path) -> Non
             first.stop()
             second.stop()
             other.close()
+        assert [e["seq"] for e in hook_receiver.answered()] == [1, 2]
+
+
+def test_a_stopped_deliverer_hands_its_lease_back(tmp_path: Path) -> None:
+    """What lets a restarted or another replica's loop deliver at once after a graceful stop
+    (after a crash the lease has to run out: the restart test below)."""
+    clock = SimClock(T0)
+    with Memory.open(tmp_path / "s.db", space="town", embedder=None, clock=clock) as mem, \
+            receiver() as hook_receiver:  # fmt: skip
+        store = mem._h.store
+        store.insert_webhook(new_webhook("town", hook_receiver.url, None, after=0))
+        mem.remember("one", embedding=unit(1, 0, 0, 0))
+        first, second = Deliverer(store, clock=clock), Deliverer(store, clock=clock)
+        try:
+            assert first.run_once() == 1
+            mem.remember("two", embedding=unit(1, 0, 0, 0))
+            assert second.run_once() == 0  # the first holds the lease
+            first.stop()
+            assert second.run_once() == 1  # handed back: no wait for it to run out
+        finally:
+            first.stop()
+            second.stop()
         assert [e["seq"] for e in hook_receiver.answered()] == [1, 2]
 
 
