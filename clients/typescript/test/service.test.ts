@@ -255,8 +255,9 @@ describe("a space through the TypeScript client", () => {
   });
 
   it("the service's model: ConfigError without an embedder; scrub", async () => {
-    for (const call of [mem.embedPassages(), mem.embedRecords(), mem.calibrate()]) {
-      assert.equal((await failure(call, ConfigError)).status, 400);
+    // one at a time: a call made before the previous one is awaited would reject unhandled
+    for (const call of [() => mem.embedPassages(), () => mem.embedRecords(), () => mem.calibrate()]) {
+      assert.equal((await failure(call(), ConfigError)).status, 400);
     }
     const scrubbed = await mem.scrub();
     assert.equal(scrubbed.scrubbed, true);
