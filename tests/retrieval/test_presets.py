@@ -9,6 +9,7 @@ import pytest
 
 from chronomem import Memory, SimClock
 from chronomem.clock import to_micros
+from chronomem.stores.base import Touch
 
 from ..conftest import store_of, unit
 
@@ -43,9 +44,8 @@ def test_access_times_not_creation_times_decide(mem: Memory, clock: SimClock) ->
     # recently accessed, and so on.
     order = [ids[0], ids[4], ids[2], ids[6], ids[1], ids[5], ids[3]]
     for i, rid in enumerate(order):
-        store_of(mem).touch(
-            mem.space, [rid], to_micros(clock.now() + timedelta(hours=[1, 2, 7, 8, 20, 21, 50][i]))
-        )
+        at = to_micros(clock.now() + timedelta(hours=[1, 2, 7, 8, 20, 21, 50][i]))
+        store_of(mem).touch(mem.space, [Touch((rid,), at)])
     clock.advance(hours=60)
     paper = mem.peek("q", k=7, query_embedding=unit(1, 0, 0), preset="generative-agents")
     code = mem.peek("q", k=7, query_embedding=unit(1, 0, 0), preset="generative-agents-code")

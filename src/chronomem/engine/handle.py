@@ -27,6 +27,7 @@ from chronomem.config import (
     resolve_preset,
 )
 from chronomem.embedders.base import Embedder
+from chronomem.engine.touches import TouchWriter
 from chronomem.errors import (
     ConfigError,
     ConflictError,
@@ -81,6 +82,8 @@ class Handle:
     passages: PassageMode | None  # None: no passages
     meta: EmbeddingMeta
     index: SpaceIndex
+    #: The touches of this handle's reads, written in groups after the lock (engine/touches.py).
+    touches: TouchWriter
     meta_pending: bool = False
     allow_missing_vectors: bool = False
     ids: IdFactory = field(default_factory=IdFactory)
@@ -445,6 +448,7 @@ def open_handle(
                 snapshot_records=index_snapshot,
                 compact_records=compact_vectors,
             ),
+            touches=TouchWriter(store, space),
         )
     except BaseException:
         store.close()

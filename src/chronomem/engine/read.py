@@ -25,6 +25,7 @@ from chronomem.retrieval.crisis import build_crisis
 from chronomem.retrieval.options import ReadOptions
 from chronomem.retrieval.query import Crisis, Query
 from chronomem.retrieval.recall import search
+from chronomem.stores.base import Touch
 from chronomem.telemetry.tracing import stage
 
 __all__ = [
@@ -107,10 +108,13 @@ def recall_many(
     now: datetime,
     ready: list[F32 | None] | None = None,
     keep: Callable[[list[Hit]], list[Hit]] | None = None,
+    deferred: list[Touch] | None = None,
 ) -> list[list[Hit]]:
     """One list of hits per query (see :meth:`Memory.recall_many`); ``ready``: the queries'
     vectors from :func:`embed_ahead`; ``keep``: the hits of each query the caller keeps (only
-    they are touched, logged and returned)."""
+    they are touched, logged and returned); ``deferred``: where the read's last touch goes
+    instead of the store, for the caller to write after the handle's lock
+    (:class:`~chronomem.engine.touches.TouchWriter`)."""
     config = config_of(h, options)
     h.sync_model()
     if h.switched_to is not None:
@@ -160,21 +164,25 @@ def recall_many(
     backwards = config.touch_backwards
     results: list[list[Hit]] = []
     pending: dict[str, None] = {}
-    for q in built:
+    for n, q in enumerate(built):
         hits = search(h.index, h.store, h.space, q)
         if keep is not None:
             hits = keep(hits)
         results.append(hits)
         if options.touch:
             ids = [i for hit in hits for i in hit.record_ids]
-            if sequential:
+            if sequential and n < len(built) - 1:  # the next query sees this one's touch
                 with stage("read.touch", space=h.space, records=len(ids)):
-                    h.store.touch(h.space, ids, to_micros(at), backwards=backwards)
+                    h.store.touch(h.space, [Touch(tuple(ids), to_micros(at), backwards)])
             else:
                 pending.update(dict.fromkeys(ids))
     if options.touch and pending:
-        with stage("read.touch", space=h.space, records=len(pending)):
-            h.store.touch(h.space, list(pending), to_micros(at), backwards=backwards)
+        touch = Touch(tuple(pending), to_micros(at), backwards)
+        if deferred is not None:
+            deferred.append(touch)
+        else:
+            with stage("read.touch", space=h.space, records=len(pending)):
+                h.store.touch(h.space, [touch])
     log_accesses(h, built, results, options, now=now)
     return _as_they_stand(h, results, refresh=options.refresh_ttl, now=now)
 

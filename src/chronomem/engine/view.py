@@ -49,7 +49,8 @@ from chronomem.model.review import Access, Proposal, ProposalStatus
 from chronomem.retrieval.compact import DEFAULT_COMPACT_RECORDS
 from chronomem.retrieval.options import RankBy, ReadOptions
 from chronomem.retrieval.space import DEFAULT_SNAPSHOT_RECORDS
-from chronomem.stores.base import MemoryStore
+from chronomem.stores.base import MemoryStore, Touch
+from chronomem.telemetry.tracing import stage
 from chronomem.writing.importance import ImportanceScorer
 
 __all__ = ["MemoryView", "Vector"]
@@ -162,6 +163,7 @@ class MemoryView:
             if not self._h.closed:
                 self._h.closed = True
                 try:
+                    self._h.touches.close()  # the touches queued by reads that scored
                     self._h.sync_model()  # a switched store: nothing of the old model is saved
                     self._h.index.save()
                 except (OSError, StoreError, EmbedderMismatchError) as exc:  # a cache: rebuilt
@@ -237,8 +239,16 @@ class MemoryView:
     ) -> list[list[Hit]]:
         texts, vectors = read.check_queries(queries, embeddings, crisis=options.crisis is not None)
         ready = read.embed_ahead(self._h, texts, vectors, options)  # outside the lock
+        deferred: list[Touch] = []
         with self._call() as h:
-            return read.recall_many(h, texts, vectors, options, now=h.now(), ready=ready)
+            found = read.recall_many(
+                h, texts, vectors, options, now=h.now(), ready=ready, deferred=deferred
+            )
+            ticket = h.touches.queue(deferred) if deferred else None
+        if ticket is not None:  # after the lock: the next read scores while this one commits
+            with stage("read.touch", space=h.space, records=len(deferred[0].ids)):
+                h.touches.wait(ticket)
+        return found
 
     def get(self, record_id: str) -> Record:
         """The record with this id, whatever its status. Raises :class:`NotFoundError`."""

@@ -36,12 +36,23 @@ __all__ = [
     "RecordColumns",
     "ReembedState",
     "StoredRecord",
+    "Touch",
 ]
 
 # Sentinels for open-ended instants in integer columns: "no valid_until" is NEVER, "no
 # valid_from / never verified" is SINCE_EVER. Chosen so plain comparisons implement the semantics.
 NEVER = np.iinfo(np.int64).max
 SINCE_EVER = np.iinfo(np.int64).min
+
+
+@dataclass(frozen=True, slots=True)
+class Touch:
+    """One read's stamp of ``last_accessed_at`` on the records it returned (DESIGN §2, step 9):
+    ``at_us`` in microseconds; ``backwards``: even when that is earlier than the stamp held."""
+
+    ids: tuple[str, ...]
+    at_us: int
+    backwards: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -216,9 +227,10 @@ class MemoryStore(Protocol):
         """Insert records atomically; an id that exists raises ``ConflictError``."""
         ...
 
-    def touch(self, space: str, ids: Sequence[str], at_us: int, *, backwards: bool = False) -> int:
-        """Set ``last_accessed_at = max(last_accessed_at, at_us)`` for ``ids`` (``backwards``:
-        ``= at_us`` even when that is earlier); return how many rows changed."""
+    def touch(self, space: str, touches: Sequence[Touch]) -> int:
+        """Apply ``touches`` in order, in one transaction: each sets ``last_accessed_at =
+        max(last_accessed_at, at_us)`` for its ``ids`` (``backwards``: ``= at_us`` even when
+        that is earlier); return how many rows changed."""
         ...
 
     # -- reads ----------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from chronomem.model.record import (
     Sensitivity,
     Status,
 )
-from chronomem.stores.base import StoredRecord
+from chronomem.stores.base import StoredRecord, Touch
 from chronomem.stores.sql import changes, fulltext
 from chronomem.stores.sql.backend import (
     SQLBackend,
@@ -188,24 +188,24 @@ def insert_records(db: SQLBackend, space: str, items: Sequence[StoredRecord]) ->
         changes.append_changes(db, space, [changes.written(i.record) for i in items])
 
 
-def touch(
-    db: SQLBackend, space: str, ids: Sequence[str], at_us: int, *, backwards: bool = False
-) -> int:
-    if not ids:
+def touch(db: SQLBackend, space: str, touches: Sequence[Touch]) -> int:
+    touches = [t for t in touches if t.ids]
+    if not touches:
         return 0
     changed = 0
-    at = db._bind(at_us)
-    moves = "<>" if backwards else "<"  # backwards: the reference code's stamping
     with db.write():
         seq = bump(db, space)
-        for chunk in chunks(list(ids)):
-            cur = db._execute(
-                "UPDATE records SET last_accessed_at = ?, change_seq = ?"
-                f" WHERE id IN ({marks(len(chunk))}) AND {db._hint('space')} = ?"
-                f" AND last_accessed_at {moves} ?",
-                (at, seq, *chunk, space, at),
-            )
-            changed += cur.rowcount
+        for t in touches:
+            at = db._bind(t.at_us)
+            moves = "<>" if t.backwards else "<"  # backwards: the reference code's stamping
+            for chunk in chunks(list(t.ids)):
+                cur = db._execute(
+                    "UPDATE records SET last_accessed_at = ?, change_seq = ?"
+                    f" WHERE id IN ({marks(len(chunk))}) AND {db._hint('space')} = ?"
+                    f" AND last_accessed_at {moves} ?",
+                    (at, seq, *chunk, space, at),
+                )
+                changed += cur.rowcount
     return changed
 
 

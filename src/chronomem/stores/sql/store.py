@@ -45,6 +45,7 @@ from chronomem.stores.base import (
     LexicalMatches,
     RecordColumns,
     StoredRecord,
+    Touch,
 )
 from chronomem.stores.sql import (
     audit,
@@ -341,8 +342,8 @@ class SQLStore(StoreMetadata, ServiceStore, FeedStore):
         records.insert_records(self, space, items)
         self.inserted[space] = self.inserted.get(space, 0) + len(items)
 
-    def touch(self, space: str, ids: Sequence[str], at_us: int, *, backwards: bool = False) -> int:
-        return records.touch(self, space, ids, at_us, backwards=backwards)
+    def touch(self, space: str, touches: Sequence[Touch]) -> int:
+        return records.touch(self, space, touches)
 
     def get_records(self, space: str, ids: Sequence[str]) -> list[Record]:
         return records.get_records(self, space, ids)
