@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -314,3 +315,51 @@ def test_reads_of_records_with_passages_return_the_float32_scans_hits(
             assert records_only != got
         else:  # a preset that reads records only
             assert records_only == reads(exact)
+
+
+def test_a_session_spread_read_ranks_exact_scores_beyond_the_top_k(tmp_path: Path) -> None:
+    """A question taking every piece of evidence ("how many") spreads the best
+    ``spread_window`` rows over sessions: one session's near-duplicates give way to the other
+    sessions' best rows, ranked 13th to 30th before the spread. Over the int8 copy those rows
+    must be scored exactly too (``recall._exact_rows``), or the hits and scores they bring into
+    the top k would be the int8 scan's approximations."""
+    path = tmp_path / "memory.db"
+    clock = SimClock(T0)
+    rng = np.random.default_rng(5)
+    query = rng.normal(size=DIM)
+    query /= np.linalg.norm(query)
+
+    def near(noise: float) -> npt.NDArray[np.float64]:
+        v: npt.NDArray[np.float64] = query + rng.normal(size=DIM) * noise / np.sqrt(DIM)
+        return v / float(np.linalg.norm(v))
+
+    with Memory.open(path, embedder=None, clock=clock, passages=False) as mem:
+        for session in range(30):  # a day apart: 30 sessions
+            vectors = [rng.normal(size=DIM) for _ in range(100)]
+            if session == 29:  # the latest: a dozen near-duplicates of the question
+                vectors[:12] = [near(0.3) for _ in range(12)]
+            elif session >= 9:  # twenty others: one row each, a little further away
+                vectors[0] = near(0.6)
+            mem.remember_many(
+                [{"text": f"note {session}.{i}", "embedding": v, "importance": 5}
+                 for i, v in enumerate(vectors)],
+                agent="a",
+            )  # fmt: skip
+            clock.advance(days=1)
+    kw = {"embedder": None, "clock": clock, "index_snapshot": 0}
+
+    def reads(mem: Memory, question: str) -> list[list[tuple[str, float]]]:
+        hits = mem.peek(question, agent="a", k=10, preset="default", query_embedding=query)
+        return [[(h.record.id, h.score) for h in hits]]
+
+    spread_question, plain_question = "How many notes were there?", "the notes"
+    with (
+        Memory.open(path, compact_vectors=0, **kw) as fast,  # type: ignore[arg-type]
+        Memory.open(path, compact_vectors=None, **kw) as exact,  # type: ignore[arg-type]
+    ):
+        spread, plain = reads(exact, spread_question)[0], reads(exact, plain_question)[0]
+        # (the case this test is for: the spread brings rows from beyond the top 10 into it)
+        assert len({i for i, _ in spread} - {i for i, _ in plain}) >= 5
+        _same(reads(fast, spread_question), [spread])
+        _same(reads(fast, plain_question), [plain])
+        assert fast._h.index._agents["a"].codes is not None  # the int8 scan ran
