@@ -10,7 +10,8 @@ or ``bench/results/tcmf_<agents>[_<scope events>].{json,md}``. Targets: crisis r
 read without a crisis at 40 agents with 200 scope events, ≤ 1.2× at 400 agents. All reads are
 at one instant (a simulation's tick) unless ``--every-instant`` advances the clock before each.
 
-    python bench/tcmf.py [--queries 50] [--agents 40] [--scope-events 20] [--every-instant]
+    python bench/tcmf.py [--queries 50] [--agents 40] [--per-agent 500] [--scope-events 20]
+                         [--every-instant] [--loops 3]
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ def unit(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def build(
-    path: Path, rng: np.random.Generator, agents: int = AGENTS, scope_events: int = 20
-) -> tuple[Memory, str]:
+    path: Path, rng: np.random.Generator, agents: int = AGENTS, scope_events: int = 20,
+    per_agent: int = PER_AGENT,
+) -> tuple[Memory, str]:  # fmt: skip
     clock = SimClock(datetime(2024, 1, 1, tzinfo=UTC))
     mem = Memory.open(path, embedder=None, clock=clock, synchronous="NORMAL")
     chain_vectors = unit(rng, 5)
@@ -62,7 +64,7 @@ def build(
     ]  # fmt: skip
     witnessed = [e.id for e in chain[:4]] + [e.id for e in scope]
     for a in range(agents):
-        vectors = unit(rng, PER_AGENT)
+        vectors = unit(rng, per_agent)
         # A few records near an ancestor's vector (cosine association), a few witnesses.
         vectors[:5] = chain_vectors[a % 4] + 0.3 * vectors[:5]
         mem.remember_many(
@@ -73,7 +75,7 @@ def build(
                     "embedding": vectors[i],
                     **({"event_id": witnessed[(a + i) % len(witnessed)]} if i % 50 == 7 else {}),
                 }
-                for i in range(PER_AGENT)
+                for i in range(per_agent)
             ),
             agent=f"citizen{a:02d}",
         )
@@ -131,6 +133,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--agents", type=int, default=AGENTS)
+    parser.add_argument("--per-agent", type=int, default=PER_AGENT, help="records per agent")
     parser.add_argument("--loops", type=int, default=3, help="timed runs of the Python loop")
     parser.add_argument(
         "--scope-events",
@@ -148,7 +151,7 @@ def main() -> int:
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory(prefix="chronomem-tcmf-") as tmp:
         t0 = time.perf_counter()
-        mem, crisis = build(Path(tmp) / "tcmf.db", rng, agents_n, args.scope_events)
+        mem, crisis = build(Path(tmp) / "tcmf.db", rng, agents_n, args.scope_events, args.per_agent)
         build_s = time.perf_counter() - t0
         agents = mem.agents()
         queries = unit(rng, args.queries)
@@ -179,7 +182,7 @@ def main() -> int:
         mem.close()
     row = {
         "agents": agents_n,
-        "records": agents_n * PER_AGENT,
+        "records": agents_n * args.per_agent,
         "dim": DIM,
         "causal_events": 4 + args.scope_events,
         "records_lifted": lifted,
@@ -196,12 +199,17 @@ def main() -> int:
     info = machine()
     extra = "" if agents_n == AGENTS else f" --agents {agents_n}"
     name = "tcmf" if agents_n == AGENTS else f"tcmf_{agents_n}"
+    if args.per_agent != PER_AGENT:
+        extra += f" --per-agent {args.per_agent}"
+        name = f"{name}x{args.per_agent}"
     if args.scope_events != 20:
         extra += f" --scope-events {args.scope_events}"
         name = f"tcmf_{agents_n}_{args.scope_events}"
     if args.every_instant:
         extra += " --every-instant"
         name = f"tcmf_{agents_n}_{args.scope_events}_every_instant"
+    if args.loops != 3:
+        extra += f" --loops {args.loops}"
     command = f"python bench/tcmf.py --queries {args.queries}{extra}"
     when = (
         "The clock advances a second before each query: every crisis read builds its inputs afresh."
@@ -212,8 +220,8 @@ def main() -> int:
     write_results(
         name,
         {"command": command, "machine": info, "result": row},
-        f"# TCMF crisis recall ({agents_n} agents × {PER_AGENT} records, 384-d, 4-deep chain + "
-        f"{args.scope_events} scope events)\n\n"
+        f"# TCMF crisis recall ({agents_n} agents × {args.per_agent} records, 384-d, 4-deep "
+        f"chain + {args.scope_events} scope events)\n\n"
         f"Command: `{command}` — revision {info['revision']}, {info['date']}, "
         f"{info['cpu_count']} cores (shared), Python {info['python']}, numpy {info['numpy']}. "
         f"The two reads interleaved query by query; compare them within this run only. {when}\n\n"
