@@ -11,6 +11,7 @@ import pytest
 
 from chronomem import Memory, SimClock
 from chronomem.errors import DependentsExistError
+from chronomem.stores.sql import postings_cache
 
 from ..conftest import store_of
 
@@ -117,3 +118,36 @@ def test_reindexing_drops_the_held_postings(location: str | Path, clock: SimCloc
         store_of(mem).reindex_full_text()
         assert not store_of(mem)._postings._terms
         assert _scores(mem, "lamp", ["ana"]) == _fresh(location, clock, "lamp", ["ana"])
+
+
+def test_fetched_postings_are_the_stored_rows(location: str | Path, clock: SimClock) -> None:
+    """A term's postings as fetched (one joined row per term and agent, parsed by numpy) are
+    exactly the table's rows for it, in pk order, with each row's agent — for terms of Korean,
+    Japanese and English chat turns and prose, held by several agents or by one, and absent."""
+    texts = [
+        "Ana: 등대 불이 꺼졌어요", "Ben: 灯台の火が消えた", "the lamp in the lighthouse went out",
+        "Cho: 시장에서 빵을 샀다", "bread from the market, 빵 and 港", "Ana: the lamp again",
+    ]  # fmt: skip
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        for i in range(60):
+            clock.advance(minutes=1)
+            mem.remember(f"{texts[i % len(texts)]} {i}", agent=AGENTS[i % len(AGENTS)])
+        db = store_of(mem)
+        rows = db._query(
+            "SELECT term, pk, agent, tf, dl FROM postings WHERE space = ? ORDER BY term, pk",
+            (mem.space,),
+        )
+        terms = sorted({r[0] for r in rows})
+        assert len(terms) > 20
+        assert any(not t.isascii() for t in terms)
+        asked = [*terms, "an-absent-term"]
+        agents: dict[str, int] = {}
+        fetched = postings_cache._fetch(db, mem.space, asked, agents)
+        names = {code: name for name, code in agents.items()}
+        for term in asked:
+            got = fetched[term]
+            shown = list(
+                zip(got.pk.tolist(), [names[c] for c in got.agent.tolist()],
+                    got.tf.tolist(), got.dl.tolist(), strict=True)
+            )  # fmt: skip
+            assert shown == [tuple(r[1:]) for r in rows if r[0] == term], term

@@ -157,6 +157,9 @@ class SQLiteStore(SQLStore):
     def _greatest(self, a: str, b: str) -> str:
         return f"MAX({a}, {b})"
 
+    def _joined(self, column: str) -> str:
+        return f"group_concat({column})"
+
     def _for_share(self, sql: str) -> str:
         return sql  # a write transaction holds the whole file
 

@@ -10,6 +10,8 @@ implements it and SQLite and PostgreSQL fill in the dialect hooks:
   microseconds in SQLite, ``timestamptz`` in PostgreSQL);
 - ``_json_each(expression)``: expands a JSON array column into rows with a ``value`` column;
 - ``_greatest(a, b)``: the larger of two values;
+- ``_joined(column)``: an aggregate joining a group's integers into one comma-separated string
+  (SQLite's ``group_concat``, PostgreSQL's ``string_agg``);
 - ``_for_share(select)``: a SELECT that holds its rows against updates until the transaction ends
   (PostgreSQL's ``FOR SHARE``; SQLite's write transaction already excludes every writer);
 - ``_index_vectors(space, rows)``: a backend with a vector index adds new records' vectors;
@@ -101,6 +103,8 @@ class SQLBackend(Protocol):
     def _json_each(self, expression: str) -> str: ...
 
     def _greatest(self, a: str, b: str) -> str: ...
+
+    def _joined(self, column: str) -> str: ...
 
     def _for_share(self, sql: str) -> str: ...
 

@@ -192,21 +192,38 @@ class PostingsCache:
 def _fetch(
     db: SQLBackend, space: str, terms: Sequence[str], agents: dict[str, int]
 ) -> dict[str, _Term]:
-    """Every posting of ``terms`` in the space (an absent term: empty arrays). Terms travel as
-    their position in ``terms``: no term strings cross back from the database."""
+    """Every posting of ``terms`` in the space (an absent term: empty arrays), agents coded into
+    ``agents``. One row per term and agent, its columns joined into strings the database makes
+    and numpy parses: a row per posting made Python objects of every value (at 100k dialogue
+    turns, ~18,000 postings for a question: 66 ms against 20). Terms travel as their position in
+    ``terms``: no term strings cross back from the database."""
     if not terms:
         return {}
     which = "CASE term " + " ".join(f"WHEN ? THEN {i}" for i in range(len(terms))) + " END"
     rows = db._query(
-        f"SELECT {which}, pk, agent, tf, dl FROM postings WHERE space = ? AND term IN"
-        f" ({marks(len(terms))})",
+        f"SELECT {which}, agent, {db._joined('pk')}, {db._joined('tf')}, {db._joined('dl')}"
+        f" FROM postings WHERE space = ? AND term IN ({marks(len(terms))}) GROUP BY term, agent",
         (*terms, space, *terms),
     )
-    found = _terms(rows, terms, agents)
+    groups: dict[int, list[tuple[I64, npt.NDArray[np.int32], I64, I64]]] = {}
+    for position, agent, pks, tfs, dls in rows:
+        pk = _ints(pks)
+        code = np.full(pk.size, agents.setdefault(agent, len(agents)), np.int32)
+        groups.setdefault(int(position), []).append((pk, code, _ints(tfs), _ints(dls)))
+    found: dict[str, _Term] = {}
+    for position, parts in groups.items():
+        pk, code, tf, dl = (np.concatenate([p[i] for p in parts]) for i in range(4))
+        order = np.argsort(pk, kind="stable")
+        found[terms[position]] = _Term(pk[order], code[order], tf[order], dl[order])
     empty = np.empty(0, np.int64)
     for term in terms:
         found.setdefault(term, _Term(empty, np.empty(0, np.int32), empty, empty))
     return found
+
+
+def _ints(joined: str) -> I64:
+    """The integers of a comma-separated string."""
+    return np.fromstring(joined, dtype=np.int64, sep=",")
 
 
 def _terms(

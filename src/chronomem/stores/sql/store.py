@@ -139,6 +139,9 @@ class SQLStore(StoreMetadata, ServiceStore, FeedStore):
     def _greatest(self, a: str, b: str) -> str:
         return f"GREATEST({a}, {b})"
 
+    def _joined(self, column: str) -> str:
+        return f"string_agg(CAST({column} AS TEXT), ',')"
+
     def _for_share(self, sql: str) -> str:
         return f"{sql} FOR SHARE"
 
