@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args, get_origin
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, create_model
 
+from chronomem.checks import MAX_INT
 from chronomem.model.record import Kind
 from chronomem.verbs import MAX_K, PARAMS, RECORD, Param, params, record_params
 
@@ -282,6 +283,6 @@ class WebhookIn(_In):
         description="the HMAC-SHA256 key of the signatures (default: a new random one, shown once)",
     )  # fmt: skip
     after: int | None = Field(
-        None, ge=0, le=2**63 - 1,
+        None, ge=0, le=MAX_INT,
         description="deliver the changes after this seq (default: from now on)",
     )  # fmt: skip
