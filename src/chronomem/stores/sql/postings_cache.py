@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -175,14 +174,13 @@ class PostingsCache:
         # (by pk alone, which names one record of one space: with the space too, SQLite's
         # planner may walk the space's postings instead, 400 ms at 100k records)
         rows = db._query(
-            "SELECT term, pk, agent, tf, dl FROM postings WHERE pk IN"
-            " (SELECT pk FROM records WHERE space = ? AND change_seq > ?)",
+            f"SELECT term, agent, {db._joined('pk')}, {db._joined('tf')}, {db._joined('dl')}"
+            " FROM postings WHERE pk IN"
+            " (SELECT pk FROM records WHERE space = ? AND change_seq > ?) GROUP BY term, agent",
             after,
         )
-        names = sorted(state.terms.intersection(row[0] for row in rows))
-        code = {name: i for i, name in enumerate(names)}
-        held = [(code[row[0]], *row[1:]) for row in rows if row[0] in code]
-        for term, postings in _terms(held, names, state.agents).items():
+        held = [row for row in rows if row[0] in state.terms]
+        for term, postings in _grouped(held, state.agents).items():
             key = (space, term)
             merged = self._terms[key].merge(postings)
             self._size += merged.size - self._terms[key].size
@@ -205,16 +203,7 @@ def _fetch(
         f" FROM postings WHERE space = ? AND term IN ({marks(len(terms))}) GROUP BY term, agent",
         (*terms, space, *terms),
     )
-    groups: dict[int, list[tuple[I64, npt.NDArray[np.int32], I64, I64]]] = {}
-    for position, agent, pks, tfs, dls in rows:
-        pk = _ints(pks)
-        code = np.full(pk.size, agents.setdefault(agent, len(agents)), np.int32)
-        groups.setdefault(int(position), []).append((pk, code, _ints(tfs), _ints(dls)))
-    found: dict[str, _Term] = {}
-    for position, parts in groups.items():
-        pk, code, tf, dl = (np.concatenate([p[i] for p in parts]) for i in range(4))
-        order = np.argsort(pk, kind="stable")
-        found[terms[position]] = _Term(pk[order], code[order], tf[order], dl[order])
+    found = {terms[int(position)]: t for position, t in _grouped(rows, agents).items()}
     empty = np.empty(0, np.int64)
     for term in terms:
         found.setdefault(term, _Term(empty, np.empty(0, np.int32), empty, empty))
@@ -226,23 +215,18 @@ def _ints(joined: str) -> I64:
     return np.fromstring(joined, dtype=np.int64, sep=",")
 
 
-def _terms(
-    rows: Sequence[Sequence[object]], names: Sequence[str], agents: dict[str, int]
-) -> dict[str, _Term]:
-    """Rows of (position in ``names``, pk, agent, tf, dl) as one :class:`_Term` per term
-    present, agents coded into ``agents`` (codes added for agents not in it yet)."""
-    if not rows:
-        return {}
-    columns = list(zip(*rows, strict=True))
-    which, pk, tf, dl = (np.array(columns[i], np.int64) for i in (0, 1, 3, 4))
-    for name in set(columns[2]):
-        agents.setdefault(name, len(agents))
-    codes = np.fromiter(map(agents.__getitem__, columns[2]), np.int32, len(rows))
-    order = np.lexsort((pk, which))
-    which, pk, codes, tf, dl = which[order], pk[order], codes[order], tf[order], dl[order]
-    bounds = np.searchsorted(which, np.arange(len(names) + 1)).tolist()
-    return {
-        names[i]: _Term(pk[lo:hi].copy(), codes[lo:hi].copy(), tf[lo:hi].copy(), dl[lo:hi].copy())
-        for i, (lo, hi) in enumerate(pairwise(bounds))
-        if hi > lo
-    }
+def _grouped(rows: Sequence[Sequence[Any]], agents: dict[str, int]) -> dict[Any, _Term]:
+    """Rows of (key, agent, pks, tfs, dls) — one term's postings of one agent, their columns
+    joined by the database (``_joined``) — as one :class:`_Term` per key, in pk order, agents
+    coded into ``agents`` (codes added for agents not in it yet)."""
+    groups: dict[Any, list[tuple[I64, npt.NDArray[np.int32], I64, I64]]] = {}
+    for key, agent, pks, tfs, dls in rows:
+        pk = _ints(pks)
+        code = np.full(pk.size, agents.setdefault(agent, len(agents)), np.int32)
+        groups.setdefault(key, []).append((pk, code, _ints(tfs), _ints(dls)))
+    found: dict[Any, _Term] = {}
+    for key, parts in groups.items():
+        pk, code, tf, dl = (np.concatenate([p[i] for p in parts]) for i in range(4))
+        order = np.argsort(pk, kind="stable")
+        found[key] = _Term(pk[order], code[order], tf[order], dl[order])
+    return found
