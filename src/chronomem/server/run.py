@@ -41,6 +41,7 @@ def serve(settings: ServeSettings) -> int:
 
         from chronomem.server.app import create_app
         from chronomem.server.spaces import SharedEmbedder, Spaces
+        from chronomem.server.stopping import StoppingServer
         from chronomem.telemetry.tracing import instrument_if_configured
     except ImportError as exc:
         raise ConfigError(
@@ -79,13 +80,15 @@ def serve(settings: ServeSettings) -> int:
         traced = instrument_if_configured()
         if traced:
             print("chronomem tracing to the configured OpenTelemetry provider", file=sys.stderr)
-        uvicorn.run(
+        config = uvicorn.Config(
             app, host=settings.host, port=settings.port, log_level=settings.log_level,
             **_logging(settings),
         )  # fmt: skip
+        server = StoppingServer(config, spaces.stopping)
+        server.run()
     finally:
         spaces.close()
-    return 0
+    return 0 if server.started else 3  # as uvicorn.run: "could not start" (it said why)
 
 
 def _logging(settings: ServeSettings) -> dict[str, Any]:

@@ -121,6 +121,9 @@ class Spaces:
     _open: dict[str, Memory] = field(default_factory=dict, init=False)
     _readers: dict[str, _Readers] = field(default_factory=dict, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    #: Set when the server begins to stop (and by :meth:`close`): the change streams and long
+    #: polls end, so the server is not kept waiting for clients that would follow it forever.
+    stopping: threading.Event = field(default_factory=threading.Event, init=False)
 
     def __post_init__(self) -> None:
         if self.readers < 1:
@@ -223,6 +226,7 @@ class Spaces:
         return StoreClock(self.admin, require_text(space, "space"))
 
     def close(self) -> None:
+        self.stopping.set()
         with self._lock:
             for pool in self._readers.values():
                 for member in pool.members:

@@ -265,7 +265,7 @@ def mount_ui(app: FastAPI, spaces: Spaces, gate: Gate) -> None:
         no header): the timeline redraws from it instead of reloading."""
         await run_in_threadpool(caller, request, space)
         start = feed.resume_from(request, after)
-        return feed.stream(spaces.admin, space, start, request, lambda: caller(request, space))
+        return feed.stream(spaces, space, start, request, lambda: caller(request, space))
 
     @app.get("/ui/spaces/{space}/records/{record_id}", include_in_schema=False)
     def record_page(request: Request, space: str, record_id: str) -> HTMLResponse:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated
@@ -31,6 +32,7 @@ from chronomem.model.keys import Scope
 from chronomem.server import wire
 from chronomem.server.auth import Denied
 from chronomem.server.routes.service import Credentials, Service
+from chronomem.server.spaces import Spaces
 from chronomem.server.webhooks import check_url, delivery_body, new_webhook
 from chronomem.stores.base import MemoryStore
 
@@ -59,10 +61,15 @@ Wait = Annotated[
 ]
 
 
-async def _moved(store: MemoryStore, feed: str, after: int, until: float, request: Request) -> bool:
-    """Wait until ``feed`` has a change after ``after`` (``True``), ``until`` passes or the
-    client goes away (``False``)."""
-    while time.monotonic() < until and not await request.is_disconnected():
+async def _moved(
+    store: MemoryStore, feed: str, after: int, until: float, request: Request,
+    stopping: threading.Event,
+) -> bool:  # fmt: skip
+    """Wait until ``feed`` has a change after ``after`` (``True``), ``until`` passes, the
+    client goes away or the server begins to stop (``False``)."""
+    while (
+        time.monotonic() < until and not stopping.is_set() and not await request.is_disconnected()
+    ):
         if await run_in_threadpool(store.feed_head, feed) > after:
             return True
         await asyncio.sleep(min(POLL_S, max(0.0, until - time.monotonic())))
@@ -72,11 +79,11 @@ async def _moved(store: MemoryStore, feed: str, after: int, until: float, reques
 async def _long_poll(
     service: Service, feed: str, after: int, limit: int, wait: float, request: Request
 ) -> list[Change]:
-    store = service.spaces.admin
+    store, stopping = service.spaces.admin, service.spaces.stopping
     until = time.monotonic() + wait
     while True:
         found = await run_in_threadpool(store.changes, feed, after, limit)
-        if found or not await _moved(store, feed, after, until, request):
+        if found or not await _moved(store, feed, after, until, request, stopping):
             return found
 
 
@@ -91,16 +98,19 @@ def resume_from(request: Request, after: int) -> int:
 
 
 def stream(
-    store: MemoryStore, feed: str, after: int, request: Request, allowed: Callable[[], object]
+    spaces: Spaces, feed: str, after: int, request: Request, allowed: Callable[[], object]
 ) -> StreamingResponse:
     """``feed``'s changes after ``after`` as Server-Sent Events, then each as it commits, until
-    the client goes away or ``allowed`` (the caller's key, checked again before each wait for a
-    change) refuses — a revoked key's stream ends (the API's stream and the web UI's)."""
+    the client goes away, ``allowed`` (the caller's key, checked again before each wait for a
+    change) refuses — a revoked key's stream ends — or the server begins to stop (the client
+    reconnects, from the last event's id, to whichever serves next). The API's stream and the
+    web UI's."""
+    store, stopping = spaces.admin, spaces.stopping
 
     async def events() -> AsyncIterator[bytes]:
         position = after
         yield b"retry: 2000\n\n"
-        while not await request.is_disconnected():
+        while not stopping.is_set() and not await request.is_disconnected():
             try:
                 await run_in_threadpool(allowed)
             except Denied:
@@ -111,7 +121,7 @@ def stream(
                 yield b"id: %d\nevent: change\ndata: %s\n\n" % (change.seq, data)
                 position = change.seq
             if not found and not await _moved(
-                store, feed, position, time.monotonic() + HEARTBEAT_S, request
+                store, feed, position, time.monotonic() + HEARTBEAT_S, request, stopping
             ):
                 yield b": keep-alive\n\n"
 
@@ -140,7 +150,7 @@ def register(v1: APIRouter, service: Service) -> None:
         ``after`` or a reconnecting client's ``Last-Event-ID``, then each as it commits."""
         await run_in_threadpool(service.allow, auth, space, Scope.READ)
         allowed = functools.partial(service.allow, auth, space, Scope.READ)
-        return stream(service.spaces.admin, space, resume_from(request, after), request, allowed)
+        return stream(service.spaces, space, resume_from(request, after), request, allowed)
 
     @v1.post("/webhooks", tags=["changes"], status_code=201)
     def add_webhook(space: str, body: wire.WebhookIn, auth: Credentials) -> Webhook:
