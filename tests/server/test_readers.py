@@ -5,12 +5,15 @@ renewed or closed readers release their stores."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
+from chronomem import Memory
 from chronomem.client import Client
 from chronomem.errors import ConfigError
 from chronomem.server.spaces import Spaces
@@ -118,6 +121,44 @@ def test_renewed_readers_close_once_their_reads_end(tmp_path: Path) -> None:
         spaces.close()
     with pytest.raises(Exception, match="closed"):
         renewed.peek("lamp", k=1)
+
+
+def test_a_reader_opened_while_the_pool_is_renewed_reads_on_an_open_handle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read that opens a new reader while ``renew`` closes the idle ones (a calibration) reads
+    on a handle of the renewed pool, never on one that was closed meanwhile."""
+    spaces = Spaces(location=tmp_path / "m.db", embedder=FixedEmbedder(dim=8), readers=3)
+    opening, release = threading.Event(), threading.Event()
+    opened = Spaces._handle
+
+    def held(self: Spaces, space: str) -> Memory:
+        if len(self._open) and self.readers_open(space) == 2:  # the third reader of the space
+            opening.set()
+            assert release.wait(10)
+        return opened(self, space)
+
+    monkeypatch.setattr(Spaces, "_handle", held)
+    try:
+        spaces.memory("town").remember("the lamp is lit", agent="keeper")
+        with ExitStack() as main, ThreadPoolExecutor(1) as pool:
+            main.enter_context(spaces.reader("town"))
+            with spaces.reader("town") as extra:  # both busy: the next read opens a third
+                late = pool.submit(lambda: _peek_on_a_reader(spaces))
+                assert opening.wait(10)
+            spaces.renew()  # the extra one is idle: closed now
+            with pytest.raises(Exception, match="closed"):
+                extra.peek("lamp", k=1)
+            release.set()
+            assert late.result(timeout=10) == ["the lamp is lit"]
+    finally:
+        release.set()
+        spaces.close()
+
+
+def _peek_on_a_reader(spaces: Spaces) -> list[str]:
+    with spaces.reader("town") as memory:
+        return [h.record.text for h in memory.peek("lamp", k=1)]
 
 
 def test_readers_must_be_positive(tmp_path: Path) -> None:

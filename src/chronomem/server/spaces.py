@@ -157,18 +157,7 @@ class Spaces:
         is busy and there are fewer than ``readers``. Each handle brings its index up to date with
         the store before it reads (as a second process would), so a read sees every write
         acknowledged before it began, whichever handle made it."""
-        primary = self.memory(space)
-        with self._lock:
-            pool = self._readers.get(space)
-            if pool is None:
-                pool = self._readers[space] = _Readers([_Reader(primary, primary=True)])
-            least = pool.least_busy()
-            grow = least.reads > 0 and len(pool.members) + pool.opening < self.readers
-            if grow:
-                pool.opening += 1
-            else:
-                least.reads += 1
-        chosen = self._grow(space, pool) if grow else least
+        chosen = self._choose(space, self.memory(space))
         try:
             yield chosen.memory
         finally:
@@ -178,7 +167,20 @@ class Spaces:
             if done:
                 chosen.memory.close()
 
-    def _grow(self, space: str, pool: _Readers) -> _Reader:
+    def _choose(self, space: str, primary: Memory) -> _Reader:
+        """The read handle for a read of ``space`` (see :meth:`reader`), counted as busy."""
+        with self._lock:
+            pool = self._readers.get(space)
+            if pool is None:
+                pool = self._readers[space] = _Readers([_Reader(primary, primary=True)])
+            least = pool.least_busy()
+            if least.reads == 0 or len(pool.members) + pool.opening >= self.readers:
+                least.reads += 1
+                return least
+            pool.opening += 1
+        return self._grow(space, pool, primary)
+
+    def _grow(self, space: str, pool: _Readers, primary: Memory) -> _Reader:
         """A new read handle for ``space`` (opened outside the lock: it loads the index), counted
         as busy; the least busy existing one if it cannot be opened."""
         try:
@@ -188,15 +190,17 @@ class Spaces:
             added = None
         with self._lock:
             pool.opening -= 1
-            if added is not None and self._readers.get(space) is pool:
-                pool.members.append(added)
-                chosen = added
-            else:
-                chosen = pool.least_busy()
-            chosen.reads += 1
-        if added is not None and added is not chosen:  # the pool was renewed meanwhile
+            if self._readers.get(space) is pool:
+                chosen = pool.least_busy() if added is None else added
+                if added is not None:
+                    pool.members.append(added)
+                chosen.reads += 1
+                return chosen
+        # renewed meanwhile: the old pool's idle handles are closed, and this one may hold the
+        # thresholds from before the calibration: the read goes to the pool that replaced it
+        if added is not None:
             added.memory.close()
-        return chosen
+        return self._choose(space, primary)
 
     def open_spaces(self) -> list[tuple[str, Memory]]:
         """The spaces opened so far and their main handles, by name."""
