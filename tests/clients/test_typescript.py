@@ -10,6 +10,7 @@ import inspect
 import json
 import os
 import shutil
+import signal
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -35,11 +36,22 @@ pytestmark = pytest.mark.skipif(
 
 
 def _run(command: list[str], *, timeout: float, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(
-        command, cwd=PACKAGE, env=env, capture_output=True, text=True, timeout=timeout
-    )
-    output = f"$ {' '.join(command)}\n{done.stdout}\n{done.stderr}"
-    assert done.returncode == 0, output
+    """Run ``command`` in the package; on a timeout, end it with every process it started (node's
+    test runner runs each file in a child, which would stay, holding its connections)."""
+    proc = subprocess.Popen(
+        command, cwd=PACKAGE, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        raise AssertionError(
+            f"$ {' '.join(command)}: no end within {timeout} s\n{stdout}\n{stderr}"
+        ) from None
+    output = f"$ {' '.join(command)}\n{stdout}\n{stderr}"
+    assert proc.returncode == 0, output
     return output
 
 
@@ -120,4 +132,6 @@ def test_the_typescript_client_against_the_service(tmp_path: Path) -> None:
             str(p.relative_to(PACKAGE)) for p in (PACKAGE / "dist" / "test").glob("*.test.js")
         )
         assert len(tests) >= 4, tests
-        _run([str(NODE), "--test", "--test-reporter=spec", *tests], timeout=300, env=env)
+        # each test on its own clock: one that waits forever fails by its name
+        node_test = [str(NODE), "--test", "--test-timeout=60000", "--test-reporter=spec"]
+        _run([*node_test, *tests], timeout=300, env=env)

@@ -4,12 +4,14 @@ the test process (so a test can seed ids the way tests/stores/test_contract.py d
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,6 +58,7 @@ def running(
     try:
         yield f"http://127.0.0.1:{port}", handles
     finally:
+        handles.stopping.set()  # as ``chronomem serve`` does on its signal (server/stopping.py)
         server.should_exit = True
         thread.join(timeout=20)
         handles.close()
@@ -108,8 +111,19 @@ def serving_process(
         port = int(s.getsockname()[1])
     command = [str(Path(sys.executable).parent / "chronomem"), "serve", "--db", str(db),
                "--port", str(port), *flags]  # fmt: skip
+    # faulthandler on: a process that does not stop is aborted, and its threads' stacks go into
+    # the failure. Its stderr is read as it comes (a full pipe would block the service's logging)
+    env = {**(os.environ if env is None else env), "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+    said: deque[str] = deque(maxlen=2000)  # its last lines
+    reading = threading.Thread(target=said.extend, args=(proc.stderr,), daemon=True)
+    reading.start()
+
+    def output() -> str:
+        reading.join(timeout=10)
+        return "".join(said)
+
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -120,14 +134,18 @@ def serving_process(
             except httpx.HTTPError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"serve did not start: {proc.stderr.read() if proc.stderr else ''}"
-                )
+                proc.kill()
+                raise RuntimeError(f"serve did not start: {output()}")
             time.sleep(0.1)
         yield url
     finally:
         proc.send_signal(stop)
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            proc.wait(timeout=30)
+            raise RuntimeError(f"serve did not stop within 60 s; it wrote:\n{output()}") from None
 
 
 class GatedEmbedder(FixedEmbedder):
