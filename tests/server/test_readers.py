@@ -1,7 +1,8 @@
 """Reads of one space on several handles (``Spaces.reader``, docs/http.md "Concurrency"): a read
 does not wait for another read while a reader is free, every handle answers with every write
 acknowledged before the read began, touches made through one are seen through the others, and
-renewed or closed readers release their stores."""
+renewed or closed readers release their stores; a space's main handle opens without holding up
+requests to other spaces."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 from chronomem import Memory
 from chronomem.client import Client
-from chronomem.errors import ConfigError
+from chronomem.errors import ConfigError, StoreError
 from chronomem.server.spaces import Spaces
 
 from ..conftest import FixedEmbedder
@@ -159,6 +160,63 @@ def test_a_reader_opened_while_the_pool_is_renewed_reads_on_an_open_handle(
 def _peek_on_a_reader(spaces: Spaces) -> list[str]:
     with spaces.reader("town") as memory:
         return [h.record.text for h in memory.peek("lamp", k=1)]
+
+
+def test_a_space_opening_holds_up_no_other_space_and_opens_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first request to a space loads its index: requests to other spaces go on meanwhile,
+    and the space's other first requests wait for that one handle."""
+    spaces = Spaces(location=tmp_path / "m.db", embedder=FixedEmbedder(dim=8))
+    loading, release = threading.Event(), threading.Event()
+    opened = Spaces._handle
+    opens: list[str] = []
+
+    def slow(self: Spaces, space: str) -> Memory:
+        opens.append(space)
+        if space == "large":
+            loading.set()
+            assert release.wait(10)
+        return opened(self, space)
+
+    monkeypatch.setattr(Spaces, "_handle", slow)
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            first = pool.submit(spaces.memory, "large")
+            assert loading.wait(10)
+            second = pool.submit(spaces.memory, "large")
+            other = pool.submit(spaces.memory, "small").result(timeout=10)  # not held up
+            assert other.space == "small"
+            assert not first.done()
+            assert not second.done()
+            release.set()
+            assert first.result(timeout=10) is second.result(timeout=10)
+        assert sorted(opens) == ["large", "small"]
+    finally:
+        release.set()
+        spaces.close()
+
+
+def test_a_failed_open_is_tried_again_and_a_closed_service_keeps_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spaces = Spaces(location=tmp_path / "m.db", embedder=FixedEmbedder(dim=8))
+    opened = Spaces._handle
+    failures = [StoreError("the disk is busy")]
+
+    def flaky(self: Spaces, space: str) -> Memory:
+        if failures:
+            raise failures.pop()
+        return opened(self, space)
+
+    monkeypatch.setattr(Spaces, "_handle", flaky)
+    with pytest.raises(StoreError, match="busy"):
+        spaces.memory("town")
+    assert spaces.memory("town").space == "town"  # the next request opens it
+    spaces.close()
+    with pytest.raises(StoreError, match="stopping"):
+        spaces.memory("elsewhere")
+    assert spaces.open_spaces() == []
 
 
 def test_readers_must_be_positive(tmp_path: Path) -> None:

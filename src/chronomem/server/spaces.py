@@ -21,7 +21,7 @@ from chronomem.checks import require_text
 from chronomem.config import ReflectionConfig, ScoringConfig
 from chronomem.embedders.base import Embedder
 from chronomem.engine import Memory
-from chronomem.errors import ConfigError
+from chronomem.errors import ConfigError, StoreError
 from chronomem.llm.base import LLMClient
 from chronomem.stores import open_store
 from chronomem.stores.base import MemoryStore
@@ -119,6 +119,7 @@ class Spaces:
     readers: int = 1
     admin: MemoryStore = field(init=False)
     _open: dict[str, Memory] = field(default_factory=dict, init=False)
+    _opening: dict[str, threading.Event] = field(default_factory=dict, init=False)  # set: done
     _readers: dict[str, _Readers] = field(default_factory=dict, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     #: Set when the server begins to stop (and by :meth:`close`): the change streams and long
@@ -131,13 +132,39 @@ class Spaces:
         self.admin = open_store(self.location)
 
     def memory(self, space: str) -> Memory:
-        """The space's handle, opened on first use."""
+        """The space's handle, opened on first use — outside the lock (it loads the space's
+        index: requests to other spaces go on meanwhile); requests to the space that come while
+        it opens wait for that one handle. A failed open is tried again by the next request."""
         require_text(space, "space")
+        while True:
+            with self._lock:
+                found = self._open.get(space)
+                if found is not None:
+                    return found
+                if self.stopping.is_set():
+                    raise StoreError("the service is stopping")
+                opening = self._opening.get(space)
+                if opening is None:
+                    opening = self._opening[space] = threading.Event()
+                    break
+            opening.wait()  # then the handle, or another try when that open failed
+        try:
+            opened = self._handle(space)
+        except BaseException:
+            with self._lock:
+                del self._opening[space]
+            opening.set()
+            raise
         with self._lock:
-            found = self._open.get(space)
-            if found is None:
-                found = self._open[space] = self._handle(space)
-            return found
+            del self._opening[space]
+            closed = self.stopping.is_set()
+            if not closed:
+                self._open[space] = opened
+        opening.set()
+        if closed:  # the service closed while it opened: nothing may keep it
+            opened.close()
+            raise StoreError("the service is stopping")
+        return opened
 
     def _handle(self, space: str) -> Memory:
         store = open_store(self.location)
