@@ -108,6 +108,36 @@ def test_ties_break_by_recorded_at_desc_then_id() -> None:
     assert list(ids[rank(final, recorded, ids, 2)]) == ["q", "a"]
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    n=st.integers(1, 80),
+    k=st.integers(1, 12),
+    out=st.floats(0.0, 1.0),
+    levels=st.integers(1, 6),
+    seed=st.integers(0, 2**32 - 1),
+    ordinal=st.booleans(),
+)
+def test_rank_is_the_full_sort_whatever_share_of_rows_is_out(
+    n: int, k: int, out: float, levels: int, seed: int, ordinal: bool
+) -> None:
+    """Every selection path (few rows left, most rows out, most rows in) gives the first ``k``
+    of the full sort: final desc, then recorded_at desc and id asc (or position asc), with rows
+    at -inf never ranked and every row tied with the k-th taking part."""
+    rng = np.random.default_rng(seed)
+    final = rng.integers(0, levels, size=n).astype(np.float64)  # few levels: many ties
+    final[rng.random(n) < out] = -np.inf
+    recorded = rng.integers(0, 3, size=n).astype(np.int64)
+    ids = np.asarray([f"{i:03d}" for i in rng.permutation(n)], dtype="<U26")
+    positions = rng.permutation(n).astype(np.int64) if ordinal else None
+    live = [i for i in range(n) if final[i] > -np.inf]
+    if ordinal:
+        assert positions is not None
+        expected = sorted(live, key=lambda i: (-final[i], positions[i]))[:k]
+    else:
+        expected = sorted(live, key=lambda i: (-final[i], -recorded[i], ids[i]))[:k]
+    assert rank(final, recorded, ids, k, positions=positions).tolist() == expected
+
+
 def test_a_dense_floor_keeps_evidence_without_shared_words() -> None:
     from chronomem.scoring.score import floored
 
