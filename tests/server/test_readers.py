@@ -219,6 +219,33 @@ def test_a_failed_open_is_tried_again_and_a_closed_service_keeps_nothing(
     assert spaces.open_spaces() == []
 
 
+def test_a_space_opened_while_the_service_closes_is_closed_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spaces = Spaces(location=tmp_path / "m.db", embedder=FixedEmbedder(dim=8))
+    loading, release = threading.Event(), threading.Event()
+    opened = Spaces._handle
+    made: list[Memory] = []
+
+    def slow(self: Spaces, space: str) -> Memory:
+        loading.set()
+        assert release.wait(10)
+        made.append(opened(self, space))
+        return made[-1]
+
+    monkeypatch.setattr(Spaces, "_handle", slow)
+    with ThreadPoolExecutor(1) as pool:
+        late = pool.submit(spaces.memory, "town")
+        assert loading.wait(10)
+        spaces.close()  # while the space's index loads
+        release.set()
+        with pytest.raises(StoreError, match="stopping"):
+            late.result(timeout=10)
+    assert spaces.open_spaces() == []
+    with pytest.raises(StoreError, match="closed"):
+        made[0].peek("lamp", k=1)  # closed by the open that came too late
+
+
 def test_readers_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="readers"):
         Spaces(location=tmp_path / "m.db", embedder=None, readers=0)
