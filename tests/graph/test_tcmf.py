@@ -27,7 +27,7 @@ from chronomem import (
     SimClock,
 )
 
-from ..conftest import T0, store_of
+from ..conftest import T0, FixedEmbedder, store_of
 
 
 def v(i: int, *extra: tuple[int, float]) -> np.ndarray:
@@ -260,7 +260,7 @@ def test_crisis_reads_at_one_instant_reuse_the_ancestors_cosines(
 
     with Memory.open(db_path, embedder=None, clock=clock) as mem:
         kept = [read(mem, q) for q in queries]
-        ((_, crisis),) = mem._h.crises.values()
+        ((_, _, crisis),) = mem._h.crises
         assert crisis.ancestry  # the first read computed them; the others took them
         for q, got in zip(queries, kept, strict=True):
             with Memory.open(db_path, embedder=None, clock=clock) as fresh:
@@ -268,6 +268,127 @@ def test_crisis_reads_at_one_instant_reuse_the_ancestors_cosines(
         late = mem.remember("dee saw the black market", agent="ada", embedding=v(10)).id
         lifted = [rid for rid, _, association in read(mem, queries[0], k=50) if association > 0]
         assert late in lifted
+
+
+def _town(mem: Memory, clock: SimClock) -> str:
+    """The market chain and three citizens' memories near its events; the crisis's id."""
+    rng = np.random.default_rng(5)
+    events = _chain(mem, clock)
+    for citizen in ("ada", "bo", "cy"):
+        for i in range(12):
+            vector = v(8 + i % 4) + 0.4 * rng.normal(size=16) / 4
+            mem.remember(f"{citizen} saw {i}", agent=citizen, embedding=vector)
+    return events["riot"].id
+
+
+def _crisis_read(
+    m: Memory, crisis: str, q: np.ndarray, **kwargs: object
+) -> list[tuple[str, float, float]]:
+    hits = m.peek("q", query_embedding=q, crisis=crisis, explain=True, k=40, **kwargs)  # type: ignore[arg-type]
+    return [(h.record.id, h.score, h.breakdown.causal.association) for h in hits]  # type: ignore[union-attr]
+
+
+def _lifts_as_fresh(
+    mem: Memory, db_path: Path, clock: SimClock, crisis: str, q: np.ndarray, lifted: str,
+    embedder: FixedEmbedder | None = None,
+) -> None:  # fmt: skip
+    """``mem``'s crisis read associates ``lifted`` and reads as a fresh handle does."""
+    got = _crisis_read(mem, crisis, q)
+    assert lifted in [rid for rid, _, association in got if association > 0]
+    with Memory.open(db_path, embedder=embedder, clock=clock) as fresh:
+        assert _crisis_read(fresh, crisis, q) == got
+
+
+def test_crisis_inputs_outlive_the_instant_and_the_records_changes(
+    db_path: Path, clock: SimClock
+) -> None:
+    """A simulation's crisis reads tick after tick, with touching reads and new memories in
+    between, build the crisis's inputs once while the graph holds, and read as a fresh handle
+    does; a link another handle adds is seen by the next read."""
+    with Memory.open(db_path, embedder=None, clock=clock) as mem:
+        riot = _town(mem, clock)
+    q = v(0, (9, 0.5))
+    with Memory.open(db_path, embedder=None, clock=clock) as mem:
+        for tick in range(4):
+            clock.advance(hours=1)
+            got = _crisis_read(mem, riot, q)
+            with Memory.open(db_path, embedder=None, clock=clock) as fresh:
+                assert _crisis_read(fresh, riot, q) == got
+            mem.recall("q", query_embedding=q, crisis=riot)  # touches: change_seq moves
+            citizen = ("bo", "cy", "ada", "bo")[tick]  # its rows grow: only they are computed
+            mem.remember(f"{citizen} saw the market at {tick}", agent=citizen, embedding=v(10))
+        ((_, _, crisis),) = mem._h.crises  # one build for four instants and eight writes
+        assert crisis.ancestry
+        with Memory.open(db_path, embedder=None, clock=clock) as other:
+            hoarding = other.add_event("hoarding", scope="market", embedding=v(14), occurred_at=T0)
+            other.link(hoarding.id, riot, 1.0)
+            hoarder = other.remember("bo hoarded grain", agent="bo", embedding=v(14)).id
+        _lifts_as_fresh(mem, db_path, clock, riot, q, hoarder)
+
+
+def test_crisis_inputs_are_reused_only_at_instants_that_know_the_same_links(
+    db_path: Path, clock: SimClock
+) -> None:
+    """An as-of read before a link was made does not take the inputs of a read after it,
+    nor the other way round; each reads as a fresh handle does at its instant (the memory the
+    link associates is there at both, lifted only after)."""
+    with Memory.open(db_path, embedder=None, clock=clock) as mem:
+        riot = _town(mem, clock)
+        hoarder = mem.remember("bo hoarded grain", agent="bo", embedding=v(14)).id
+        clock.advance(days=1)
+        before = clock.now()
+        clock.advance(days=1)
+        hoarding = mem.add_event("hoarding", scope="market", embedding=v(14), occurred_at=T0)
+        mem.link(hoarding.id, riot, 1.0)
+        clock.advance(days=1)
+    q = v(0, (9, 0.5))
+    for first, then in ((None, before), (before, None)):
+        with Memory.open(db_path, embedder=None, clock=clock) as mem:
+            reads = [_crisis_read(mem, riot, q, as_of=at) for at in (first, then)]
+        for at, got in zip((first, then), reads, strict=True):
+            with Memory.open(db_path, embedder=None, clock=clock) as fresh:
+                assert _crisis_read(fresh, riot, q, as_of=at) == got
+            lifted = hoarder in [rid for rid, _, association in got if association > 0]
+            assert lifted is (at is None)
+
+
+def test_a_crisis_keeps_its_ancestors_cosines_only_while_the_rows_vectors_hold(
+    db_path: Path, clock: SimClock
+) -> None:
+    """A purged memory and a new one leave an agent with as many rows as before, other
+    vectors in them: the kept cosines are not reused for them."""
+    with Memory.open(db_path, embedder=None, clock=clock) as mem:
+        riot = _town(mem, clock)
+    q = v(0, (9, 0.5))
+    with Memory.open(db_path, embedder=None, clock=clock) as mem:
+        _crisis_read(mem, riot, q)
+        _crisis_read(mem, riot, q)
+        ((_, _, crisis),) = mem._h.crises
+        assert crisis.ancestry
+        first = mem.records(agent="ada")[0]
+        mem.forget(first.id, "noise", purge=True)
+        late = mem.remember("ada saw the drought", agent="ada", embedding=v(8)).id
+        assert len(mem.records(agent="ada")) == 12
+        _lifts_as_fresh(mem, db_path, clock, riot, q, late)
+
+
+def test_a_crisis_keeps_no_ancestors_cosines_for_a_vector_a_backfill_gave(
+    db_path: Path, clock: SimClock
+) -> None:
+    """A memory written without a vector and embedded later keeps its row: the cosines kept
+    for its vectorless row are not reused."""
+    embedder = FixedEmbedder({"ada saw the drought": list(v(8))}, dim=16)
+    with Memory.open(db_path, embedder=embedder, clock=clock) as mem:
+        riot = _town(mem, clock)
+    with Memory.open(db_path, embedder=None, clock=clock, allow_missing_vectors=True) as mem:
+        late = mem.remember("ada saw the drought", agent="ada").id
+    q = v(0, (9, 0.5))
+    with Memory.open(db_path, embedder=embedder, clock=clock) as mem:
+        for _ in range(2):
+            assert late not in [rid for rid, _, a in _crisis_read(mem, riot, q) if a > 0]
+        assert mem._h.crises[0][2].ancestry
+        assert mem.embed_records() == 1
+        _lifts_as_fresh(mem, db_path, clock, riot, q, late, embedder)
 
 
 def test_auto_link_applies_the_threshold_and_the_window(mem: Memory, clock: SimClock) -> None:

@@ -16,7 +16,7 @@ from chronomem import ConfigError, Memory, SimClock, SQLiteStore, StoreError
 from chronomem.stores import open_store
 from chronomem.stores.sqlite_schema import APPLICATION_ID, MIGRATIONS
 
-from ..conftest import FixedEmbedder, unit
+from ..conftest import FixedEmbedder, store_of, unit
 
 
 def _digest(path: Path) -> dict[str, str]:
@@ -62,7 +62,7 @@ def test_a_store_from_before_the_application_id_is_recognised_and_marked(db_path
     conn = sqlite3.connect(db_path)
     marks = next(m for m in MIGRATIONS if "application_id" in m.description)
     later = [m.version for m in MIGRATIONS if m.version > marks.version]
-    assert later == [9, 10, 11, 12, 13, 14, 15], "undo the later migrations here too"
+    assert later == [9, 10, 11, 12, 13, 14, 15, 16], "undo the later migrations here too"
     conn.execute("PRAGMA application_id = 0")
     conn.execute("ALTER TABLE records DROP COLUMN speaker")  # migration 9
     conn.execute("DROP TABLE reembed_vectors")  # migration 10
@@ -77,11 +77,15 @@ def test_a_store_from_before_the_application_id_is_recognised_and_marked(db_path
     for table in ("changes", "webhooks", "webhook_failures"):  # migration 15
         conn.execute(f"DROP TABLE {table}")
     conn.execute("ALTER TABLE spaces DROP COLUMN feed_seq")
+    conn.execute("ALTER TABLE spaces DROP COLUMN graph_seq")  # migration 16
+    (seq,) = conn.execute("SELECT change_seq FROM spaces WHERE space = 'default'").fetchone()
     conn.execute("DELETE FROM schema_version WHERE version >= ?", (marks.version,))
     conn.commit()
     conn.close()
     with Memory.open(db_path, embedder=None, create=False) as mem:
         assert mem.get(rid).text == "written before marks existed"
+        # the graph may have changed with any change before the migration
+        assert store_of(mem).graph_seq(mem.space) == seq
         # the feed starts at the migration: what was written before has no change
         new = mem.remember("written after the feed existed").id
         assert [(c.seq, c.record_id) for c in mem.changes()] == [(1, new)]

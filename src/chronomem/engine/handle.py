@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -60,6 +61,10 @@ PASSAGE_MODES: tuple[str, ...] = get_args(PassageMode)
 DEFAULT_PASSAGES: PassageMode = "derived"
 
 
+#: Crisis inputs kept per handle (``read._crisis``).
+CRISES_KEPT = 8
+
+
 @dataclass(slots=True, kw_only=True, eq=False)
 class Handle:
     """What every verb works with. ``meta`` is the model and dimension of this store's vectors:
@@ -96,9 +101,11 @@ class Handle:
     #: it reads lexically and refuses vectors from then on (docs/design/reembed.md).
     switched_to: str | None = None
     _model_seq: int = -1  # the space's change_seq when the store's model was last compared
-    #: The last crisis reads' causal inputs by (event, instant, change_seq, model, calibrated
-    #: threshold), with the causal config they were built for (``read._crisis``).
-    crises: dict[tuple[object, ...], tuple[CausalConfig, Crisis]] = field(default_factory=dict)
+    #: The last crisis reads' causal inputs, each with what they hold for (event, graph_seq,
+    #: model, calibrated threshold) and the causal config they were built for (``read._crisis``).
+    crises: deque[tuple[tuple[object, ...], CausalConfig, Crisis]] = field(
+        default_factory=lambda: deque(maxlen=CRISES_KEPT)
+    )
 
     def sync_model(self) -> None:
         """Notice what another handle changed store-wide since the last call — a model switch

@@ -40,7 +40,6 @@ __all__ = [
 
 #: The space setting that turns the access log on (``"on"``).
 ACCESS_LOG = "access_log"
-_CRISES = 8  # crisis inputs kept per handle (read._crisis)
 
 
 def config_of(h: Handle, options: ReadOptions) -> ScoringConfig:
@@ -188,21 +187,26 @@ def recall_many(
 
 
 def _crisis(h: Handle, event: Event, at: datetime, config: ScoringConfig) -> Crisis:
-    """The causal inputs of a crisis read at ``at``: built from the graph, or the same as the
-    last read of this crisis at this instant when the space has not changed since (agents of a
-    simulation asking at one tick; one ``change_seq`` query instead of the graph's reads)."""
+    """The causal inputs of a crisis read at ``at``: built from the graph, or those of an
+    earlier read of this crisis when the graph has not changed since (``graph_seq``; records
+    may have) and knew the same links and events at ``at`` (``Crisis.instants``): a
+    simulation's agents asking at each tick, touching reads. One ``graph_seq`` query instead
+    of the graph's reads."""
     model, languages = h.meta.model, model_languages(h.embedder)
     calibrated = h.calibrated("association")
-    key = (event.id, to_micros(at), h.store.change_seq(h.space), model, calibrated)
-    cached = h.crises.get(key)
-    if cached is not None and cached[0] == config.causal and cached[1].languages == languages:
-        return cached[1]
+    key = (event.id, h.store.graph_seq(h.space), model, calibrated)
+    us = to_micros(at)
+    for held, causal, crisis in h.crises:
+        since, until = crisis.instants
+        if (
+            held == key and since <= us < until and causal == config.causal
+            and crisis.languages == languages
+        ):  # fmt: skip
+            return crisis
     crisis = build_crisis(
         h.store, h.space, event, at, config.causal, model, languages, calibrated
     )  # fmt: skip
-    if len(h.crises) >= _CRISES:
-        h.crises.pop(next(iter(h.crises)))
-    h.crises[key] = (config.causal, crisis)
+    h.crises.append((key, config.causal, crisis))  # the oldest goes beyond CRISES_KEPT
     return crisis
 
 

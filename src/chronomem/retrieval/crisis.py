@@ -30,7 +30,7 @@ from chronomem.retrieval.columns import GATHER_COST, Columns
 from chronomem.retrieval.languages import unread_rows
 from chronomem.retrieval.query import Crisis
 from chronomem.scoring.score import Scores, fallback_gate, fuse
-from chronomem.stores.base import MemoryStore
+from chronomem.stores.base import NEVER, SINCE_EVER, MemoryStore
 
 __all__ = ["boost_rows", "build_crisis", "fuse_boost", "graph_at"]
 
@@ -46,12 +46,41 @@ def graph_at(
 ) -> tuple[list[Link], dict[str, Reach], dict[str, Event]]:
     """The links known at ``as_of``, what they reach from ``event_id`` within ``max_depth``, and
     those events (recorded by ``as_of``)."""
-    links = store.links(space, as_of_us=to_micros(as_of))
+    links, reach, events, _ = _graph_at(store, space, event_id, as_of, max_depth, upstream)
+    return links, reach, events
+
+
+def _graph_at(
+    store: MemoryStore, space: str, event_id: str, as_of: datetime, max_depth: int,
+    upstream: bool = True,
+) -> tuple[list[Link], dict[str, Reach], dict[str, Event], Known]:  # fmt: skip
+    """:func:`graph_at`, and what it saw of the instants at which links and events became
+    known (every link's, and the reached events')."""
+    known = Known(to_micros(as_of))
+    links = [x for x in store.links(space) if known.by(x.created_at)]
     reach = traverse(
         [(x.cause, x.effect, x.weight) for x in links], event_id, max_depth, upstream=upstream
     )
-    events = {e.id: e for e in store.get_events(space, sorted(reach)) if e.recorded_at <= as_of}
-    return links, reach, events
+    events = {e.id: e for e in store.get_events(space, sorted(reach)) if known.by(e.recorded_at)}
+    return links, reach, events, known
+
+
+class Known:
+    """Whether links and events became known by an instant (µs), and the instants around it at
+    which what is known changes: ``[since, until)``, where the same ones are known."""
+
+    __slots__ = ("at", "since", "until")
+
+    def __init__(self, at: int) -> None:
+        self.at, self.since, self.until = at, SINCE_EVER, NEVER
+
+    def by(self, instant: datetime) -> bool:
+        us = to_micros(instant)
+        if us <= self.at:
+            self.since = max(self.since, us)
+            return True
+        self.until = min(self.until, us)
+        return False
 
 
 def build_crisis(
@@ -69,7 +98,7 @@ def build_crisis(
     ``calibrated`` one when the config has none for it). Where the
     embedder does not read an event's language (``languages``: what it reads; ``None``: every
     language), the event associates only with the records that witnessed it."""
-    _, reach, events = graph_at(store, space, event.id, as_of, causal.max_depth)
+    _, reach, events, known = _graph_at(store, space, event.id, as_of, causal.max_depth)
     scope_events: list[Event] = []
     if event.scope is not None and causal.fallback_window is not None:
         scope_events = [
@@ -80,7 +109,7 @@ def build_crisis(
                 before_us=to_micros(event.occurred_at),
                 scope=event.scope,
             )
-            if e.recorded_at <= as_of
+            if known.by(e.recorded_at)
         ]
     wanted = [*events, *(e.id for e in scope_events)]
     vectors = store.event_embeddings(space, wanted)
@@ -102,6 +131,7 @@ def build_crisis(
         threshold=causal.association_threshold(model_id, calibrated),
         full=causal.full_association(model_id, calibrated),
         languages=languages,
+        instants=(known.since, known.until),
     )
 
 
@@ -155,6 +185,8 @@ def boost_rows(
 
 #: Most rows whose strongest true ancestor a crisis keeps for the next read at its instant.
 _KEPT = 1 << 21
+#: Most sets of agents a crisis remembers having been read over once.
+_ASKED = 64
 
 
 def _ancestry(
@@ -166,28 +198,61 @@ def _ancestry(
     columns: Rows | None,
 ) -> tuple[F64, I64] | None:
     """Every row's strongest true ancestor (contribution, event) — the ancestors' block of
-    :func:`boost_rows`, which no query or gate changes — computed once per crisis and kept on
-    it, so the agents of a simulation asking about one crisis at one tick pay the product once
-    (its cosines are band-exact: the same whichever rows were computed). ``None`` when ``rows``
-    are few (their gather costs less than every row) on the crisis's first read of these agents,
-    or the agents are too large to keep."""
-    key = (tuple(a.agent for a in cols.arrays), cols.size)
-    kept = crisis.ancestry.get(key)
-    if kept is not None:
-        return kept
-    few = rows is not None and rows.shape[0] * GATHER_COST < cols.size
-    if cols.size > _KEPT or (few and key not in crisis.asked):
-        crisis.asked.add(key)  # a second read of these agents at this instant keeps them
+    :func:`boost_rows`, which no query, gate, instant or record's other column changes —
+    kept on the crisis per agent while its rows' vectors hold, so the agents of a simulation
+    asking about one crisis pay the product once, tick after tick, touching reads and all: a
+    later read computes only the rows added since (its cosines are band-exact: the same
+    whichever rows were computed). ``None`` when ``rows`` are fewer than the rows to compute
+    (their gather costs less) on the first read of these rows, or the agents are too large to
+    keep."""
+    key = tuple((a.n, a.vectors) for a in cols.arrays)
+    whole = crisis.ancestry.get(key)
+    if whole is not None:
+        return whole
+    held = [crisis.parts.get(a.vectors) for a in cols.arrays]
+    have = [0 if p is None else p[0].shape[0] for p in held]  # rows only grow while it holds
+    missing = cols.size - sum(have)
+    few = rows is not None and rows.shape[0] * GATHER_COST < missing
+    agents = tuple(a.vectors for a in cols.arrays)  # whatever rows they gained since
+    if cols.size > _KEPT or (few and agents not in crisis.asked):
+        if len(crisis.asked) >= _ASKED:
+            crisis.asked.clear()
+        crisis.asked.add(agents)  # a second read of these agents keeps them
         return None
-    cosines = cols.products(None, part, band)
+    grown = [k for k, (a, h) in enumerate(zip(cols.arrays, have, strict=True)) if a.n > h]
+    starts = cols.offsets.tolist()
+    need = None if missing == cols.size else np.concatenate(
+        [np.arange(starts[k] + have[k], starts[k + 1]) for k in grown]
+    )  # fmt: skip
+    cosines = cols.products(need, part, band)
     unread = unread_rows(cols, crisis.languages)
     if unread is not None:  # their cosines are noise: no association
-        cosines[unread] = 0.0
-    kept = strongest(cosines, list(crisis.events), threshold=crisis.threshold, full=crisis.full,
-                     columns=columns)  # fmt: skip
+        cosines[unread if need is None else unread[need]] = 0.0
+    top, best = strongest(cosines, list(crisis.events), threshold=crisis.threshold,
+                          full=crisis.full, columns=columns)  # fmt: skip
+    at = 0
+    for k in grown:
+        p, got = held[k], cols.arrays[k].n - have[k]
+        part_of = (top[at : at + got], best[at : at + got])
+        at += got
+        if p is not None:
+            part_of = (np.concatenate((p[0], part_of[0])), np.concatenate((p[1], part_of[1])))
+        held[k] = part_of
+    if cols.size + sum(p[0].shape[0] for p in crisis.parts.values()) > _KEPT:
+        crisis.parts.clear()  # keep only what these agents hold
+    crisis.parts.update((a.vectors, p) for a, p in zip(cols.arrays, held, strict=True) if p)
+    tops = [p[0] for p in held if p is not None]
+    bests = [p[1] for p in held if p is not None]
+    if len(tops) == 1:
+        whole = (tops[0], bests[0])
+    else:  # none: no rows
+        whole = (
+            np.concatenate([np.zeros(0), *tops]),
+            np.concatenate([np.zeros(0, np.int64), *bests]),
+        )
     crisis.ancestry.clear()
-    crisis.ancestry[key] = kept
-    return kept
+    crisis.ancestry[key] = whole
+    return whole
 
 
 def fuse_boost(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import compress
+from itertools import compress, count
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -16,18 +16,20 @@ from chronomem.analysis.scripts import language_code
 from chronomem.arrays import F32, F64, Rows, unit_rows
 from chronomem.errors import StoreError
 from chronomem.model.record import Kind
-from chronomem.retrieval.codes import KIND_CODES, KINDS, SENSITIVITY_CODES, STATUS_CODES, domain_key
+from chronomem.retrieval.codes import KIND_CODES, KINDS, SENSITIVITY_CODES, STATUS_CODES
 from chronomem.retrieval.compact import Codes
+from chronomem.retrieval.derived import DerivedColumns
 from chronomem.stores.base import NEVER, SINCE_EVER, RecordColumns
-from chronomem.text import dedup_key, event_key, number_key, speaker
+from chronomem.text import number_key, speaker
 
 if TYPE_CHECKING:
     from chronomem.retrieval.span import Span
 
 __all__ = ["AgentArrays", "Bounds"]
 
-#: The most row-aligned columns a filter derived that an agent's arrays keep (oldest dropped).
-MAX_FILTER_COLUMNS = 64
+#: Vectors versions (``AgentArrays.vectors``): one number per state of one object's vectors,
+#: never reused in the process.
+_VERSIONS = count()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,7 +52,7 @@ def _speaker_of(cols: RecordColumns, i: int) -> str | None:
     return who.casefold() if who else speaker(cols.texts[i])
 
 
-class AgentArrays:
+class AgentArrays(DerivedColumns):
     """Columns of one agent's records, in store-key order, with spare capacity for appends.
 
     Attributes are full-capacity arrays; use ``[: self.n]`` (the :meth:`view` helpers) to read.
@@ -113,6 +115,10 @@ class AgentArrays:
         #: read does not convert and measure every stored vector again.
         self.raw: F64 | None = None
         self.raw_norms: F64 | None = None
+        #: The version of the held rows' vectors: renewed when a held row's vector changes or
+        #: rows are removed (appends add rows and keep it), so ``(n, vectors)`` names the
+        #: rows' vectors (what a crisis keeps its ancestors' cosines by).
+        self.vectors = next(_VERSIONS)
         self.pn = 0
         self.pemb: F32 | None = None
         self.powner: Rows = np.zeros(0, dtype=np.intp)
@@ -200,6 +206,7 @@ class AgentArrays:
         self.dim = dim
         self.emb = np.zeros((self.capacity, dim), dtype=np.float32)
         self.codes = self.raw = self.raw_norms = None
+        self.vectors = next(_VERSIONS)
 
     def _write_rows(self, at: Rows, cols: RecordColumns, rows: Rows) -> None:
         self._bounds = None
@@ -210,7 +217,11 @@ class AgentArrays:
         if cols.embeddings is not None:
             self.set_dim(cols.embeddings.shape[1])
             assert self.emb is not None
-            self.emb[at] = unit_rows(cols.embeddings[rows])
+            vectors = unit_rows(cols.embeddings[rows])
+            held = at.size and int(at.min()) < self.n  # an update, not an append
+            if held and not np.array_equal(self.emb[at], vectors):
+                self.vectors = next(_VERSIONS)
+            self.emb[at] = vectors
             if self.raw is not None and self.raw_norms is not None:
                 self.raw[at] = cols.embeddings[rows]
                 self.raw_norms[at] = np.linalg.norm(self.raw[at], axis=1)
@@ -331,6 +342,7 @@ class AgentArrays:
         for name in ("texts", "keys", "domains", "event_ids", "tags", "metadata"):
             setattr(self, name, list(compress(getattr(self, name), kept_rows)))
         self.n = int(keep.sum())
+        self.vectors = next(_VERSIONS)
         self._position = None
         self._derived = {
             name: cached[keep]
@@ -383,81 +395,9 @@ class AgentArrays:
                 )
         return self._bounds
 
-    # The derived key columns, kept across appends and removals (computing them for every row
-    # again after each write would cost a hash per record per read).
-    _KEYS: ClassVar[dict[str, Callable[[AgentArrays, int], npt.NDArray[np.int64]]]] = {
-        "text_keys": lambda a, start: np.fromiter(
-            (dedup_key(t) for t in a.texts[start:]), dtype=np.int64, count=a.n - start
-        ),
-        "domain_keys": lambda a, start: np.fromiter(
-            (domain_key(d) for d in a.domains[start:]), dtype=np.int64, count=a.n - start
-        ),
-        "event_keys": lambda a, start: np.fromiter(
-            (0 if e is None else event_key(e) for e in a.event_ids[start:]),
-            dtype=np.int64,
-            count=a.n - start,
-        ),
-    }
-
-    def _extend_keys(self, start: int) -> None:
-        """After an append of the rows from ``start``: the key columns computed so far gain the
-        new rows' keys, the filters' columns are kept as they are (:meth:`column` extends one
-        when it is next asked for); every other derived column is dropped."""
-        kept: dict[object, npt.NDArray[np.generic]] = {}
-        for name, compute in self._KEYS.items():
-            cached = self._derived.get(name)
-            if cached is not None and cached.shape[0] == start:
-                kept[name] = np.concatenate((cached, compute(self, start)))
-        for grown in self._growing:
-            if grown in self._derived:
-                kept[grown] = self._derived[grown]
-        self._derived = kept
-        self._growing = {name: f for name, f in self._growing.items() if name in kept}
-
-    def column(
-        self, key: object, compute: Callable[[AgentArrays, int], npt.NDArray[np.generic]]
-    ) -> npt.NDArray[Any]:
-        """A row-aligned column derived from values that never change once written (tags,
-        metadata, domains): ``compute(self, start)`` gives the rows from ``start`` on. Computed
-        once, then kept across appends (only the new rows are computed) and removals; at most
-        :data:`MAX_FILTER_COLUMNS` are kept, the least recently asked for dropped first."""
-        cached = self._derived.get(key)
-        if cached is not None and key in self._growing and cached.shape[0] <= self.n:
-            if cached.shape[0] < self.n:  # rows appended since: only theirs are computed
-                cached = np.concatenate((cached, compute(self, cached.shape[0])))
-                self._derived[key] = cached
-            self._growing[key] = self._growing.pop(key)  # most recent last
-            return cached
-        cached = self._derived[key] = compute(self, 0)
-        self._growing.pop(key, None)
-        self._growing[key] = compute
-        while len(self._growing) > MAX_FILTER_COLUMNS:
-            oldest = next(iter(self._growing))
-            del self._growing[oldest]
-            self._derived.pop(oldest, None)
-        return cached
-
-    def _key(self, name: str) -> npt.NDArray[np.int64]:
-        cached = self._derived.get(name)
-        if cached is None:
-            cached = self._derived[name] = self._KEYS[name](self, 0)
-        return cached  # type: ignore[return-value]
-
-    def text_keys(self) -> npt.NDArray[np.int64]:
-        """Dedup keys of the normalised texts."""
-        return self._key("text_keys")
-
     def language_codes(self) -> npt.NDArray[np.int8]:
         """Each text's language as its position in ``analysis.scripts.LANGUAGES``."""
         return self.language[: self.n]
-
-    def domain_keys(self) -> npt.NDArray[np.int64]:
-        """Hashes of the domains (0 for no domain) for equality tests."""
-        return self._key("domain_keys")
-
-    def event_keys(self) -> npt.NDArray[np.int64]:
-        """Hashes of the witnessed event ids (0 for none)."""
-        return self._key("event_keys")
 
     def raise_to_passages(
         self, dense: npt.NDArray[np.float64], query: F32, only: npt.NDArray[np.bool_] | None = None
@@ -487,14 +427,3 @@ class AgentArrays:
     def sessions(self) -> tuple[npt.NDArray[np.int32], list[str]]:
         """Each row's session as a code into the returned names (-1: none)."""
         return self.session[: self.n], list(self.session_names)
-
-    def key_contains(self, substring: str) -> npt.NDArray[np.bool_]:
-        """Which embedding keys contain ``substring`` (case-sensitive, like the reference code);
-        a record's key is its ``metadata[EMBEDDING_KEY]``, else its text."""
-        name = ("key_contains", substring)
-        cached = self._derived.get(name)
-        if cached is None:
-            keys = (t if k is None else k for t, k in zip(self.texts, self.keys, strict=True))
-            cached = np.fromiter((substring in k for k in keys), dtype=np.bool_, count=self.n)
-            self._derived[name] = cached
-        return cached  # type: ignore[return-value]

@@ -70,13 +70,20 @@ class Crisis:
     threshold: float
     full: float
     languages: frozenset[str] | None = None  # what the embedder reads (None: every language)
+    #: The instants (µs, ``[since, until)``) at which the graph knows exactly the links and
+    #: events these inputs were built from: a read at any of them may reuse the inputs while
+    #: the space's ``graph_seq`` holds (empty by default: built by hand, kept for no read).
+    instants: tuple[int, int] = (0, 0)
     #: The events' unit vectors as columns (``graph.boost.event_matrix``), built once per crisis.
     matrix: F32 | None = None
     #: Every row's strongest true ancestor (contribution, event) for the agents last read,
-    #: kept while this crisis is (reused only at one instant while the space's ``change_seq``
-    #: holds, so the rows and their vectors are the same): ``(agents, rows) → …``, one entry.
-    ancestry: dict[tuple[tuple[str, ...], int], tuple[F64, I64]] = field(
+    #: kept while this crisis is: ``rows → …``, one entry, keyed by each agent's row count and
+    #: vectors version (``AgentArrays.vectors``), so it holds while their vectors do.
+    ancestry: dict[tuple[tuple[int, int], ...], tuple[F64, I64]] = field(
         default_factory=dict, compare=False, repr=False
     )
-    #: The agents it was read over once (``ancestry`` keys).
-    asked: set[tuple[tuple[str, ...], int]] = field(default_factory=set, compare=False, repr=False)
+    #: The same per agent: vectors version → its first rows' (contribution, event), extended
+    #: by a later read as the agent's rows grow.
+    parts: dict[int, tuple[F64, I64]] = field(default_factory=dict, compare=False, repr=False)
+    #: The agents it was read over once (their vectors versions).
+    asked: set[tuple[int, ...]] = field(default_factory=set, compare=False, repr=False)

@@ -407,6 +407,11 @@ class MemoryStore(Protocol):
         """Every link of the space (created at or before ``as_of_us``)."""
         ...
 
+    def graph_seq(self, space: str) -> int:
+        """The space's ``change_seq`` when its events, links or their vectors last changed
+        (0: never): what a read's causal inputs are kept for."""
+        ...
+
     # -- the HTTP service ------------------------------------------------------------------
     def insert_key(self, key: ApiKey) -> None:
         """Store a new API key (its digest); an id that exists raises ``ConflictError``."""

@@ -215,6 +215,13 @@ _FEED = (
     "CREATE INDEX webhook_failures_by_hook ON webhook_failures(webhook_id, pk)",
 )
 
+# spaces.graph_seq: the change_seq of the last change to the space's events, links or their
+# vectors, so a crisis read keeps its causal inputs while only records change.
+_GRAPH_SEQ = (
+    "ALTER TABLE spaces ADD COLUMN graph_seq BIGINT NOT NULL DEFAULT 0",
+    "UPDATE spaces SET graph_seq = change_seq",
+)
+
 PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "records, agents, spaces, lifecycle, audit, events, links, postings", _INITIAL),
     Migration(2, "passage vectors", ("ALTER TABLE records ADD COLUMN passages BYTEA",)),
@@ -267,4 +274,5 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
         ("ALTER TABLE review_proposals ADD COLUMN change TEXT NOT NULL DEFAULT '{}'",),
     ),
     Migration(11, "the change feed and webhook subscriptions", _FEED),
+    Migration(12, "the causal graph's own change counter", _GRAPH_SEQ),
 )

@@ -256,6 +256,13 @@ _REVIEW = (
     )""",
 )
 
+# spaces.graph_seq: the change_seq of the last change to the space's events, links or their
+# vectors, so a crisis read keeps its causal inputs while only records change.
+_GRAPH_SEQ = (
+    "ALTER TABLE spaces ADD COLUMN graph_seq INTEGER NOT NULL DEFAULT 0",
+    "UPDATE spaces SET graph_seq = change_seq",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "records, agents, spaces, full-text index", _INITIAL),
     Migration(2, "lifecycle: pre-close validity, audit log", _LIFECYCLE),
@@ -316,4 +323,5 @@ MIGRATIONS: tuple[Migration, ...] = (
         ("ALTER TABLE review_proposals ADD COLUMN change TEXT NOT NULL DEFAULT '{}'",),
     ),
     Migration(15, "the change feed and webhook subscriptions", _FEED),
+    Migration(16, "the causal graph's own change counter", _GRAPH_SEQ),
 )

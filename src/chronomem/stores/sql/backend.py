@@ -197,15 +197,17 @@ def read_instant(db: SQLBackend, value: Any) -> datetime | None:
     return None if micros is None else from_micros(micros)
 
 
-def bump(db: SQLBackend, space: str) -> int:
-    """Advance the space's ``change_seq`` and return it (inside a write transaction).
+def bump(db: SQLBackend, space: str, *, graph: bool = False) -> int:
+    """Advance the space's ``change_seq`` and return it (inside a write transaction); with
+    ``graph`` (a change to its events, links or their vectors) set ``graph_seq`` to it too.
 
     One statement: it creates the space on its first write. In PostgreSQL the row lock it takes
     serialises writers of one space, so ``change_seq`` commits in order."""
+    also = ", graph_seq = spaces.change_seq + 1" if graph else ""
     row = db._execute(
-        "INSERT INTO spaces (space, change_seq) VALUES (?, 1) ON CONFLICT (space)"
-        " DO UPDATE SET change_seq = spaces.change_seq + 1 RETURNING change_seq",
-        (space,),
+        "INSERT INTO spaces (space, change_seq, graph_seq) VALUES (?, 1, ?) ON CONFLICT (space)"
+        f" DO UPDATE SET change_seq = spaces.change_seq + 1{also} RETURNING change_seq",
+        (space, 1 if graph else 0),
     ).fetchone()
     return int(row[0])
 

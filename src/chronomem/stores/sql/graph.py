@@ -24,11 +24,13 @@ from chronomem.stores.sql.backend import (
 )
 
 __all__ = [
+    "GraphStore",
     "delete_link",
     "event_embeddings",
     "events_between",
     "get_events",
     "get_link",
+    "graph_seq",
     "insert_event",
     "iter_events",
     "links",
@@ -72,7 +74,7 @@ def insert_event(db: SQLBackend, space: str, event: Event, embedding: F32 | None
     with db.write():
         if embedding is not None:
             check_vector_model(db)
-        bump(db, space)
+        bump(db, space, graph=True)
         db._execute(
             "INSERT INTO events (id, space, text, kind, scope, occurred_at, recorded_at,"
             " metadata, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -125,7 +127,7 @@ def events_between(
 
 def put_link(db: SQLBackend, space: str, link: Link) -> None:
     with db.write():
-        bump(db, space)
+        bump(db, space, graph=True)
         db._execute(
             "INSERT INTO links (space, cause, effect, weight, provenance, similarity,"
             " created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (space, cause, effect)"
@@ -155,10 +157,15 @@ def delete_link(db: SQLBackend, space: str, cause: str, effect: str) -> bool:
             (space, cause, effect),
         )
         if cur.rowcount:
-            bump(db, space)
+            bump(db, space, graph=True)
             unlinked = ChangeRow(kind="unlink", detail={"cause": cause, "effect": effect})
             changes.append_changes(db, space, [unlinked])
     return cur.rowcount > 0
+
+
+def graph_seq(db: SQLBackend, space: str) -> int:
+    rows = db._query("SELECT graph_seq FROM spaces WHERE space = ?", (space,))
+    return int(rows[0][0]) if rows else 0
 
 
 def links(db: SQLBackend, space: str, *, as_of_us: int | None = None) -> list[Link]:
@@ -168,3 +175,45 @@ def links(db: SQLBackend, space: str, *, as_of_us: int | None = None) -> list[Li
         sql += " AND created_at <= ?"
         params.append(db._bind(as_of_us))
     return [_link(db, r) for r in db._query(sql + " ORDER BY cause, effect", params)]
+
+
+class GraphStore:
+    """The :class:`~chronomem.stores.base.MemoryStore` methods of the causal graph (the
+    functions above, as methods)."""
+
+    def insert_event(self: SQLBackend, space: str, event: Event, embedding: F32 | None) -> None:
+        insert_event(self, space, event, embedding)
+
+    def get_events(self: SQLBackend, space: str, ids: Sequence[str]) -> list[Event]:
+        return get_events(self, space, ids)
+
+    def iter_events(self: SQLBackend, space: str) -> Iterator[tuple[Event, F32 | None]]:
+        return iter_events(self, space)
+
+    def event_embeddings(self: SQLBackend, space: str, ids: Sequence[str]) -> dict[str, F32]:
+        return event_embeddings(self, space, ids)
+
+    def events_between(
+        self: SQLBackend,
+        space: str,
+        *,
+        after_us: int | None = None,
+        before_us: int | None = None,
+        scope: str | None = None,
+    ) -> list[Event]:
+        return events_between(self, space, after_us=after_us, before_us=before_us, scope=scope)
+
+    def put_link(self: SQLBackend, space: str, link: Link) -> None:
+        put_link(self, space, link)
+
+    def get_link(self: SQLBackend, space: str, cause: str, effect: str) -> Link | None:
+        return get_link(self, space, cause, effect)
+
+    def delete_link(self: SQLBackend, space: str, cause: str, effect: str) -> bool:
+        return delete_link(self, space, cause, effect)
+
+    def links(self: SQLBackend, space: str, *, as_of_us: int | None = None) -> list[Link]:
+        return links(self, space, as_of_us=as_of_us)
+
+    def graph_seq(self: SQLBackend, space: str) -> int:
+        return graph_seq(self, space)

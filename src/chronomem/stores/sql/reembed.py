@@ -125,7 +125,7 @@ def cut_over(
         put_meta(db, "embedding_model", model)
         put_meta(db, "embedding_dim", str(dim))
         seqs = [
-            (space, bump(db, space))
+            (space, bump(db, space, graph=True))
             for (space,) in db._query("SELECT space FROM spaces ORDER BY space")
         ]
         rest = todo(db, None)

@@ -9,7 +9,7 @@ each contract method is one call into the module of its concern:
 ``sql/lifecycle.py``      close, verify, ratings, passages backfill, dependants, delete, flags
 ``sql/columns.py``        the columnar feed of the in-memory arrays, tombstones
 ``sql/fulltext.py``       postings and BM25
-``sql/graph.py``          events and links
+``sql/graph.py``          events and links (``GraphStore``)
 ``sql/audit.py``          the audit log
 ``sql/migrations.py``     numbered schema steps
 ``sql/service.py``        the HTTP service's API keys and simulated space clocks (``ServiceStore``)
@@ -38,7 +38,6 @@ from typing import Any, TypeVar
 from chronomem.arrays import F32, I64
 from chronomem.errors import ConflictError, StoreError, StoreUnavailableError
 from chronomem.model.audit import AuditEntry, Closure
-from chronomem.model.event import Event, Link
 from chronomem.model.record import Record
 from chronomem.model.review import Access, Proposal, ProposalStatus
 from chronomem.stores.base import (
@@ -51,7 +50,6 @@ from chronomem.stores.sql import (
     audit,
     columns,
     fulltext,
-    graph,
     lifecycle,
     migrations,
     records,
@@ -59,6 +57,7 @@ from chronomem.stores.sql import (
 )
 from chronomem.stores.sql import backend as sqlparts
 from chronomem.stores.sql.backend import Cursor
+from chronomem.stores.sql.graph import GraphStore
 from chronomem.stores.sql.metadata import StoreMetadata
 from chronomem.stores.sql.migrations import Migration
 from chronomem.stores.sql.postings_cache import PostingsCache
@@ -85,7 +84,7 @@ class TransactionState:
     writing: bool = False  # the open transaction is a write
 
 
-class SQLStore(StoreMetadata, ServiceStore, FeedStore):
+class SQLStore(StoreMetadata, GraphStore, ServiceStore, FeedStore):
     """The shared implementation; see the module docstring for what a backend provides."""
 
     location: str
@@ -427,43 +426,6 @@ class SQLStore(StoreMetadata, ServiceStore, FeedStore):
 
     def audit(self, space: str, record_id: str | None = None) -> list[AuditEntry]:
         return audit.audit(self, space, record_id)
-
-    # -- causal graph (sql/graph.py) -----------------------------------------------------------
-    def insert_event(self, space: str, event: Event, embedding: F32 | None) -> None:
-        graph.insert_event(self, space, event, embedding)
-
-    def get_events(self, space: str, ids: Sequence[str]) -> list[Event]:
-        return graph.get_events(self, space, ids)
-
-    def iter_events(self, space: str) -> Iterator[tuple[Event, F32 | None]]:
-        return graph.iter_events(self, space)
-
-    def event_embeddings(self, space: str, ids: Sequence[str]) -> dict[str, F32]:
-        return graph.event_embeddings(self, space, ids)
-
-    def events_between(
-        self,
-        space: str,
-        *,
-        after_us: int | None = None,
-        before_us: int | None = None,
-        scope: str | None = None,
-    ) -> list[Event]:
-        return graph.events_between(
-            self, space, after_us=after_us, before_us=before_us, scope=scope
-        )
-
-    def put_link(self, space: str, link: Link) -> None:
-        graph.put_link(self, space, link)
-
-    def get_link(self, space: str, cause: str, effect: str) -> Link | None:
-        return graph.get_link(self, space, cause, effect)
-
-    def delete_link(self, space: str, cause: str, effect: str) -> bool:
-        return graph.delete_link(self, space, cause, effect)
-
-    def links(self, space: str, *, as_of_us: int | None = None) -> list[Link]:
-        return graph.links(self, space, as_of_us=as_of_us)
 
     # -- review and the access log (sql/review.py) ----------------------------------------------
     def put_proposals(self, space: str, found: Sequence[Proposal]) -> None:
