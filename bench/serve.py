@@ -21,7 +21,8 @@ thread). Then:
 3. **CLI**: ``chronomem remember`` through ``--server`` in a new process each time, p50 wall time,
    next to a ``chronomem remember`` that opens the store and loads the model itself.
 
-Prints the figures and writes ``bench/results/serve.{json,md}``.
+Prints the figures and writes ``bench/results/serve.{json,md}`` (``serve_<records>.{json,md}``
+for another ``--records``).
 
     python bench/serve.py [--seconds 20] [--clients 1 8 32] [--think 1] [--records 100000]
                           [--readers 1 2] [--postgres]
@@ -351,7 +352,9 @@ def main() -> int:
         f"Command: `python bench/serve.py --seconds {args.seconds:g} --clients "
         f"{' '.join(map(str, args.clients))} --think {args.think:g} "
         f"--records {args.records} --readers {' '.join(map(str, args.readers))}"
-        f"{' --postgres' if args.postgres else ''}` — "
+        f"{' --postgres' if args.postgres else ''}"
+        f"{f' --queries {args.queries}' if args.queries != 200 else ''}"
+        f"{f' --cli-runs {args.cli_runs}' if args.cli_runs != 10 else ''}` — "
         f"{machine()['revision']}, {datetime.now(UTC):%Y-%m-%d}, {os.cpu_count()} cores shared "
         "by the service, the load generator and the engine (and other jobs on the machine). "
         f"Real all-MiniLM-L6-v2 on the {BACKEND} backend, one thread per model run, in the "
@@ -411,7 +414,8 @@ def main() -> int:
             f"| {r['store']} | {c['through_server_p50_s']:.3f} | {c['through_server_max_s']:.3f} "
             f"| {c['opening_the_store_p50_s']:.2f} |"
         )
-    write_results("serve", {"machine": machine(), "results": results}, lines)
+    name = "serve" if args.records == 100_000 else f"serve_{args.records}"
+    write_results(name, {"machine": machine(), "results": results}, lines)
     print("\n".join(lines))
     return 0
 
