@@ -352,6 +352,26 @@ def test_crisis_inputs_are_reused_only_at_instants_that_know_the_same_links(
             assert lifted is (at is None)
 
 
+def test_a_crisis_read_of_some_agents_takes_the_cosines_kept_for_all(
+    db_path: Path, clock: SimClock
+) -> None:
+    """Reads of every agent keep each agent's ancestors' cosines; a read of one of them, or of
+    two in another order, takes theirs and reads as a fresh handle does."""
+    with Memory.open(db_path, embedder=None, clock=clock) as mem:
+        riot = _town(mem, clock)
+    q = v(0, (9, 0.5))
+    with Memory.open(db_path, embedder=None, clock=clock) as mem:
+        _crisis_read(mem, riot, q)
+        _crisis_read(mem, riot, q)
+        ((_, _, crisis),) = mem._h.crises
+        assert len(crisis.parts) == 3
+        for agents in (["bo"], ["cy", "ada"], ["ada", "bo", "cy"]):
+            got = _crisis_read(mem, riot, q, agents=agents)
+            assert got
+            with Memory.open(db_path, embedder=None, clock=clock) as fresh:
+                assert _crisis_read(fresh, riot, q, agents=agents) == got
+
+
 def test_a_crisis_keeps_its_ancestors_cosines_only_while_the_rows_vectors_hold(
     db_path: Path, clock: SimClock
 ) -> None:

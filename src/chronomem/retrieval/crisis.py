@@ -220,6 +220,38 @@ def _ancestry(
         crisis.asked.add(agents)  # a second read of these agents keeps them
         return None
     grown = [k for k, (a, h) in enumerate(zip(cols.arrays, have, strict=True)) if a.n > h]
+    if grown:  # (none: every agent's were kept, by reads of other sets of agents)
+        _extend(cols, crisis, held, have, grown, part, band, columns)
+    if cols.size + sum(p[0].shape[0] for p in crisis.parts.values()) > _KEPT:
+        crisis.parts.clear()  # keep only what these agents hold
+    crisis.parts.update((a.vectors, p) for a, p in zip(cols.arrays, held, strict=True) if p)
+    tops = [p[0] for p in held if p is not None]
+    bests = [p[1] for p in held if p is not None]
+    if len(tops) == 1:
+        whole = (tops[0], bests[0])
+    else:  # none: no rows
+        whole = (
+            np.concatenate([np.zeros(0), *tops]),
+            np.concatenate([np.zeros(0, np.int64), *bests]),
+        )
+    crisis.ancestry.clear()
+    crisis.ancestry[key] = whole
+    return whole
+
+
+def _extend(
+    cols: Columns,
+    crisis: Crisis,
+    held: list[tuple[F64, I64] | None],
+    have: list[int],
+    grown: list[int],
+    part: F32,
+    band: tuple[float, float],
+    columns: Rows | None,
+) -> None:
+    """:func:`_ancestry`'s rows of agents ``grown`` past the ``have`` rows ``held`` for them,
+    computed and appended to ``held`` (in place)."""
+    missing = cols.size - sum(have)
     starts = cols.offsets.tolist()
     need = None if missing == cols.size else np.concatenate(
         [np.arange(starts[k] + have[k], starts[k + 1]) for k in grown]
@@ -238,21 +270,6 @@ def _ancestry(
         if p is not None:
             part_of = (np.concatenate((p[0], part_of[0])), np.concatenate((p[1], part_of[1])))
         held[k] = part_of
-    if cols.size + sum(p[0].shape[0] for p in crisis.parts.values()) > _KEPT:
-        crisis.parts.clear()  # keep only what these agents hold
-    crisis.parts.update((a.vectors, p) for a, p in zip(cols.arrays, held, strict=True) if p)
-    tops = [p[0] for p in held if p is not None]
-    bests = [p[1] for p in held if p is not None]
-    if len(tops) == 1:
-        whole = (tops[0], bests[0])
-    else:  # none: no rows
-        whole = (
-            np.concatenate([np.zeros(0), *tops]),
-            np.concatenate([np.zeros(0, np.int64), *bests]),
-        )
-    crisis.ancestry.clear()
-    crisis.ancestry[key] = whole
-    return whole
 
 
 def fuse_boost(
