@@ -26,6 +26,7 @@ from chronomem import (
     Provenance,
     SimClock,
 )
+from chronomem.retrieval.query import Crisis
 
 from ..conftest import T0, FixedEmbedder, store_of
 
@@ -352,6 +353,15 @@ def test_crisis_inputs_are_reused_only_at_instants_that_know_the_same_links(
             assert lifted is (at is None)
 
 
+def _kept(mem: Memory, crisis: str, q: np.ndarray) -> Crisis:
+    """Two crisis reads of every agent: the second keeps every row's strongest ancestor."""
+    _crisis_read(mem, crisis, q)
+    _crisis_read(mem, crisis, q)
+    ((_, _, kept),) = mem._h.crises
+    assert kept.ancestry
+    return kept
+
+
 def test_a_crisis_read_of_some_agents_takes_the_cosines_kept_for_all(
     db_path: Path, clock: SimClock
 ) -> None:
@@ -361,10 +371,7 @@ def test_a_crisis_read_of_some_agents_takes_the_cosines_kept_for_all(
         riot = _town(mem, clock)
     q = v(0, (9, 0.5))
     with Memory.open(db_path, embedder=None, clock=clock) as mem:
-        _crisis_read(mem, riot, q)
-        _crisis_read(mem, riot, q)
-        ((_, _, crisis),) = mem._h.crises
-        assert len(crisis.parts) == 3
+        assert len(_kept(mem, riot, q).parts) == 3
         for agents in (["bo"], ["cy", "ada"], ["ada", "bo", "cy"]):
             got = _crisis_read(mem, riot, q, agents=agents)
             assert got
@@ -381,10 +388,7 @@ def test_a_crisis_keeps_its_ancestors_cosines_only_while_the_rows_vectors_hold(
         riot = _town(mem, clock)
     q = v(0, (9, 0.5))
     with Memory.open(db_path, embedder=None, clock=clock) as mem:
-        _crisis_read(mem, riot, q)
-        _crisis_read(mem, riot, q)
-        ((_, _, crisis),) = mem._h.crises
-        assert crisis.ancestry
+        _kept(mem, riot, q)
         first = mem.records(agent="ada")[0]
         mem.forget(first.id, "noise", purge=True)
         late = mem.remember("ada saw the drought", agent="ada", embedding=v(8)).id
