@@ -389,11 +389,14 @@ def test_a_crisis_keeps_its_ancestors_cosines_only_while_the_rows_vectors_hold(
     q = v(0, (9, 0.5))
     with Memory.open(db_path, embedder=None, clock=clock) as mem:
         _kept(mem, riot, q)
-        first = mem.records(agent="ada")[0]
-        mem.forget(first.id, "noise", purge=True)
-        late = mem.remember("ada saw the drought", agent="ada", embedding=v(8)).id
-        assert len(mem.records(agent="ada")) == 12
-        _lifts_as_fresh(mem, db_path, clock, riot, q, late)
+        for turn in range(3):  # each purge renews ada's vectors version
+            first = mem.records(agent="ada")[0]
+            mem.forget(first.id, "noise", purge=True)
+            late = mem.remember(f"ada saw the drought {turn}", agent="ada", embedding=v(8)).id
+            assert len(mem.records(agent="ada")) == 12
+            _lifts_as_fresh(mem, db_path, clock, riot, q, late)
+            ((_, _, crisis),) = mem._h.crises
+            assert sorted(crisis.parts) == ["ada", "bo", "cy"]  # the old version's replaced
 
 
 def test_a_crisis_keeps_no_ancestors_cosines_for_a_vector_a_backfill_gave(

@@ -27,6 +27,7 @@ from chronomem.graph.boost import (
 from chronomem.graph.causal_events import causal_events
 from chronomem.model.event import Event, Link
 from chronomem.retrieval.columns import GATHER_COST, Columns
+from chronomem.retrieval.index import AgentArrays
 from chronomem.retrieval.languages import unread_rows
 from chronomem.retrieval.query import Crisis
 from chronomem.scoring.score import Scores, fallback_gate, fuse
@@ -209,7 +210,7 @@ def _ancestry(
     whole = crisis.ancestry.get(key)
     if whole is not None:
         return whole
-    held = [crisis.parts.get(a.vectors) for a in cols.arrays]
+    held = [_held(crisis, a) for a in cols.arrays]
     have = [0 if p is None else p[0].shape[0] for p in held]  # rows only grow while it holds
     missing = cols.size - sum(have)
     few = rows is not None and rows.shape[0] * GATHER_COST < missing
@@ -222,14 +223,16 @@ def _ancestry(
     grown = [k for k, (a, h) in enumerate(zip(cols.arrays, have, strict=True)) if a.n > h]
     if grown:  # (none: every agent's were kept, by reads of other sets of agents)
         _extend(cols, crisis, held, have, grown, part, band, columns)
-    if cols.size + sum(p[0].shape[0] for p in crisis.parts.values()) > _KEPT:
+    if cols.size + sum(p[0].shape[0] for _, p in crisis.parts.values()) > _KEPT:
         crisis.parts.clear()  # keep only what these agents hold
-    crisis.parts.update((a.vectors, p) for a, p in zip(cols.arrays, held, strict=True) if p)
+    for a, p in zip(cols.arrays, held, strict=True):
+        if p is not None:
+            crisis.parts[a.agent] = (a.vectors, p)  # an older version's goes
     tops = [p[0] for p in held if p is not None]
     bests = [p[1] for p in held if p is not None]
     if len(tops) == 1:
         whole = (tops[0], bests[0])
-    else:  # none: no rows
+    else:  # several agents, or none with rows
         whole = (
             np.concatenate([np.zeros(0), *tops]),
             np.concatenate([np.zeros(0, np.int64), *bests]),
@@ -237,6 +240,12 @@ def _ancestry(
     crisis.ancestry.clear()
     crisis.ancestry[key] = whole
     return whole
+
+
+def _held(crisis: Crisis, a: AgentArrays) -> tuple[F64, I64] | None:
+    """What ``crisis`` keeps of agent ``a``'s rows, while they hold for its vectors."""
+    kept = crisis.parts.get(a.agent)
+    return None if kept is None or kept[0] != a.vectors else kept[1]
 
 
 def _extend(

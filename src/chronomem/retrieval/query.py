@@ -82,8 +82,11 @@ class Crisis:
     ancestry: dict[tuple[tuple[int, int], ...], tuple[F64, I64]] = field(
         default_factory=dict, compare=False, repr=False
     )
-    #: The same per agent: vectors version → its first rows' (contribution, event), extended
-    #: by a later read as the agent's rows grow.
-    parts: dict[int, tuple[F64, I64]] = field(default_factory=dict, compare=False, repr=False)
+    #: The same per agent: agent → (the vectors version they hold for, its first rows'
+    #: (contribution, event)), extended by a later read as the agent's rows grow and replaced
+    #: once its vectors change.
+    parts: dict[str, tuple[int, tuple[F64, I64]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
     #: The agents it was read over once (their vectors versions).
     asked: set[tuple[int, ...]] = field(default_factory=set, compare=False, repr=False)
