@@ -152,9 +152,13 @@ def _columns(rng: np.random.Generator, n: int) -> tuple[np.ndarray, dict[str, ob
 
 
 @pytest.mark.parametrize("preset", ["generative-agents", "tcmf", "default", "current-facts"])
-@pytest.mark.parametrize("variant", ["plain", "masked", "factor", "lexical", "speaker", "unread"])
+@pytest.mark.parametrize(
+    "variant", ["plain", "masked", "factor", "lexical", "common", "speaker", "unread"]
+)
 def test_block_bounds_score_only_what_can_reach_the_top_k(preset: str, variant: str) -> None:
-    """Scoring the rows the block bounds keep gives the top k of scoring every row exactly."""
+    """Scoring the rows the block bounds keep gives the top k of scoring every row exactly.
+    ``common``: a common word of the question matches 40% of the rows (weakly), a rare one 1%
+    (strongly): the matching rows are bounded by their own words too, not all scored."""
     rng = np.random.default_rng(zlib.crc32(f"{preset} {variant}".encode()))
     n = 20_000
     emb, cols = _columns(rng, n)
@@ -168,6 +172,9 @@ def test_block_bounds_score_only_what_can_reach_the_top_k(preset: str, variant: 
         extra["factor"] = rng.uniform(0.3, 1.0, n)
     if variant in ("lexical", "speaker", "unread"):
         extra["lexical"] = np.where(rng.random(n) < 0.05, rng.uniform(0.5, 9.0, n), 0.0)
+    if variant == "common":
+        common = np.where(rng.random(n) < 0.4, rng.uniform(0.2, 1.2, n), 0.0)
+        extra["lexical"] = common + np.where(rng.random(n) < 0.01, rng.uniform(4.0, 9.0, n), 0.0)
     if variant == "speaker":
         extra["speaker"] = (rng.random(n) < 0.3).astype(np.float64)
     if variant == "unread":  # rows in a language the model does not read: BM25 alone
@@ -185,9 +192,18 @@ def test_block_bounds_score_only_what_can_reach_the_top_k(preset: str, variant: 
     if config.normalisation is not Normalisation.FIXED:
         compact.widen_extremes(approx, bound, c.mask, exact)
     for k in (1, 10, 40):
-        got = compact._bounded(c, config, as_of, bound, exact, k)
-        assert got is not None  # the bounds pay on these columns
-        assert np.count_nonzero(np.isfinite(got.final)) <= n // 2
+        bounded = compact._bounded(c, config, as_of, bound, exact, k)
+        assert bounded is not None  # the bounds pay on these columns
+        got, ceiling = bounded
+        # every row not scored exactly scores below the ceiling, exactly and as scored
+        off = ~np.isclose(got.final, want_scores.final, rtol=0.0, atol=1e-6)
+        assert off.any()
+        assert (want_scores.final[off] < ceiling).all()
+        assert (got.final[off] < ceiling).all()
+        scored = np.count_nonzero(np.isfinite(got.final))
+        assert scored <= n // 2
+        if variant == "common":  # (scoring every matching row would be 40% of them)
+            assert scored < n // 4
         top = rank(got.final, c.recorded_at, c.ids, k)
         want = rank(want_scores.final, c.recorded_at, c.ids, k)
         assert top.tolist() == want.tolist()
@@ -362,4 +378,61 @@ def test_a_session_spread_read_ranks_exact_scores_beyond_the_top_k(tmp_path: Pat
         assert len({i for i, _ in spread} - {i for i, _ in plain}) >= 5
         _same(reads(fast, spread_question), [spread])
         _same(reads(fast, plain_question), [plain])
+        assert fast._h.index._agents["a"].codes is not None  # the int8 scan ran
+
+
+def test_a_spread_that_empties_its_window_scores_the_rows_beyond_it_exactly(
+    tmp_path: Path,
+) -> None:
+    """One session's near-duplicates fill the whole spread window (30 of them): the spread
+    lowers all but the best, so rows ranked past the window — one per later session — come into
+    the top k. The int8 read had scored exactly only the rows that could reach the window (the
+    older sessions' facts, close to the question but decayed, hold the blocks it probes first),
+    so those rows came with their approximate scores. Now the read sees a ranking take in a
+    score below its ceiling and scores more rows exactly (``recall.search``): the same hits and
+    scores as the float32 scan. (Found at 100k dialogue turns: one LoCoMo question in 400, "How
+    many times has Melanie gone to the beach in 2023?", returned an int8 score.)"""
+    path = tmp_path / "memory.db"
+    clock = SimClock(T0)
+    rng = np.random.default_rng(8)
+    query = rng.normal(size=DIM)
+    query /= np.linalg.norm(query)
+
+    def near(noise: float) -> npt.NDArray[np.float64]:
+        v: npt.NDArray[np.float64] = query + rng.normal(size=DIM) * noise / np.sqrt(DIM)
+        return v / float(np.linalg.norm(v))
+
+    with Memory.open(path, embedder=None, clock=clock, passages=False) as mem:
+        for session in range(60):  # a day apart
+            items = [{"embedding": rng.normal(size=DIM)} for _ in range(100)]
+            if session == 59:
+                for item in items[:30]:
+                    item["embedding"] = near(0.2)
+            elif session >= 30:  # one row each, further away
+                items[0]["embedding"] = near(0.9)
+            else:  # close, but facts a month or two old: decayed
+                for item in items[::25]:
+                    item.update(embedding=near(0.5), kind="fact", domain=f"d{session}")
+            mem.remember_many(
+                [{"text": f"note {session}.{i}", "importance": 5, **item}
+                 for i, item in enumerate(items)],
+                agent="a",
+            )  # fmt: skip
+            clock.advance(days=1)
+    kw = {"embedder": None, "clock": clock, "index_snapshot": 0}
+    question = "How many notes were there?"
+
+    def read(mem: Memory) -> list[tuple[str, float]]:
+        hits = mem.peek(question, agent="a", k=10, preset="default", query_embedding=query)
+        return [(h.record.id, h.score) for h in hits]
+
+    with (
+        Memory.open(path, compact_vectors=0, **kw) as fast,  # type: ignore[arg-type]
+        Memory.open(path, compact_vectors=None, **kw) as exact,  # type: ignore[arg-type]
+    ):
+        want = read(exact)
+        window = exact.peek("the notes", agent="a", k=30, query_embedding=query)
+        beyond = {i for i, _ in want} - {h.record.id for h in window}
+        assert len(beyond) >= 5  # rows from past the window came in
+        _same([read(fast)], [want])
         assert fast._h.index._agents["a"].codes is not None  # the int8 scan ran

@@ -26,8 +26,8 @@ import numpy.typing as npt
 
 from chronomem.arrays import F32, F64, Mask, Rows
 from chronomem.config import Normalisation, RecencyMode, RelevanceMode, ScoringConfig
-from chronomem.scoring.components import elapsed_recency
-from chronomem.scoring.score import Candidates, Scores, effective_relevance, score
+from chronomem.scoring.components import elapsed_recency, fixed_lexical
+from chronomem.scoring.score import Candidates, Scores, effective_relevance, floored, score
 
 __all__ = [
     "DEFAULT_COMPACT_RECORDS", "Codes", "available", "best_scores", "boundable", "cosines",
@@ -141,8 +141,12 @@ def widen_extremes(
     dense[rows] = exact(rows)
 
 
-def refine(scores: Scores, bound: float, exact: Callable[[Rows], F64], k: int) -> Scores:
-    """Exact final scores for every row that can be among the top ``k``.
+def refine(
+    scores: Scores, bound: float, exact: Callable[[Rows], F64], k: int
+) -> tuple[Scores, float]:
+    """Exact final scores for every row that can be among the top ``k``, and the *ceiling*: every
+    row left with its approximate score scores below it, exactly and approximately (``-inf``:
+    every score is exact).
 
     A row's final score moves with its cosine by at most ``slope`` per unit (the relevance
     weight, its dense share, the normalisation's scale and the row's lifecycle factor; no causal
@@ -157,6 +161,7 @@ def refine(scores: Scores, bound: float, exact: Callable[[Rows], F64], k: int) -
         width = coef * bound
         kth = _kth(final, k)
         rows = np.flatnonzero(final >= kth - 2.0 * width) if np.isfinite(kth) else None
+        ceiling = kth - width  # (a row left out: final + width < kth - width)
         slope: F64 | float = coef
     else:
         slope = coef * c.factor
@@ -164,8 +169,10 @@ def refine(scores: Scores, bound: float, exact: Callable[[Rows], F64], k: int) -
         lower = final - widths
         kth = _kth(lower, k)
         rows = np.flatnonzero(final + widths >= kth) if np.isfinite(kth) else None
+        ceiling = kth
     if rows is None:  # fewer than k candidates: every one of them
         rows = np.flatnonzero(np.isfinite(final))
+        ceiling = -np.inf
     values = exact(rows)
     fixed = config.normalisation is Normalisation.FIXED
 
@@ -180,13 +187,13 @@ def refine(scores: Scores, bound: float, exact: Callable[[Rows], F64], k: int) -
         if scores.dense_used is not None and scores.dense_used is not c.dense:
             assert again.dense_used is not None
             scores.dense_used[rows] = again.dense_used
-        return replace(scores, final=final)
+        return replace(scores, final=final), ceiling
     step = slope if isinstance(slope, float) else slope[rows]
     final[rows] += step * (used(values) - used(c.dense[rows]))
     c.dense[rows] = values
     if scores.dense_used is not None and scores.dense_used is not c.dense:
         scores.dense_used[rows] = used(values)
-    return replace(scores, final=final)
+    return replace(scores, final=final), ceiling
 
 
 def _kth(values: F64, k: int) -> float:
@@ -227,10 +234,11 @@ def dense_slope(config: ScoringConfig, mode: RelevanceMode) -> float:
 def best_scores(
     c: Candidates, config: ScoringConfig, as_of_us: int, bound: float,
     exact: Callable[[Rows], F64], k: int,
-) -> Scores:  # fmt: skip
+) -> tuple[Scores, float]:  # fmt: skip
     """The scores of a read over the int8 copy's cosines ``c.dense`` (each within ``bound`` of
     the exact one; with min-max normalisation, exact at the candidates' extremes: see
-    :func:`widen_extremes`), exact for every row that can be among the top ``k``.
+    :func:`widen_extremes`), exact for every row that can be among the top ``k``, and the
+    ceiling below which every other row scores (see :func:`refine`).
 
     Scores only the rows that can reach the top ``k`` when blocks of rows bound the rest (see
     :func:`_bounded`); otherwise scores every row and refines (:func:`refine`)."""
@@ -243,7 +251,7 @@ def best_scores(
 def _bounded(
     c: Candidates, config: ScoringConfig, as_of_us: int, bound: float,
     exact: Callable[[Rows], F64], k: int,
-) -> Scores | None:  # fmt: skip
+) -> tuple[Scores, float] | None:  # fmt: skip
     """Block-max pruning: ``None`` when it does not apply or would not pay.
 
     Every term of the episodic score is non-negative and non-decreasing in its raw column
@@ -299,14 +307,16 @@ def _bounded(
     dense_coef = w.relevance * dense_slope(config, mode) * norms.norm_dense.scale
     if not dense_coef > 0.0 or not factor > 0.0:
         return None
-    rest = w.relevance * share * norms.norm_dense.shift + w.recency * norms.norm_recency(
+    # each block's most for the terms other than relevance
+    others = w.recency * norms.norm_recency(
         elapsed_recency(highs[1], as_of_us, config.recency_decay, config.recency_unit // _ONE_US)
     )
-    rest += w.importance * norms.norm_importance(highs[2])
-    if lexical is not None:  # rows matching no query term; the matching ones are all kept
-        rest += w.relevance * (1.0 - share) * norms.norm_lexical.shift
+    others += w.importance * norms.norm_importance(highs[2])
     if c.speaker is not None and config.speaker_weight:
-        rest += w.relevance * config.speaker_weight
+        others += w.relevance * config.speaker_weight
+    rest = others + w.relevance * share * norms.norm_dense.shift
+    if lexical is not None:  # rows matching no query term (the matching ones: _lexical_reach)
+        rest += w.relevance * (1.0 - share) * norms.norm_lexical.shift
     d_high = highs[0] + bound
     block_high = factor * (dense_coef * (np.clip(d_high, 0.0, 1.0) if fixed else d_high) + rest)
     block_high[~np.isfinite(highs[0])] = -np.inf  # blocks without a candidate
@@ -335,19 +345,54 @@ def _bounded(
         out=reach[:whole].reshape(-1, block),
     )  # fmt: skip
     reach[whole:] = c.dense[whole:] >= need[-1] - bound
-    if lexical is not None:
-        reach |= lexical > 0.0
     if mask is not None:
         reach &= mask
+    if lexical is not None:
+        reach[_lexical_reach(c, config, norms, others, block, bound, floor, share)] = True
     reach[probe] = True
     rows = np.flatnonzero(reach)  # (sorted, each once: what the subset's scores need)
     if rows.shape[0] > n // 2:
         return None
     # The top k lies among these rows: score them, then refine the ones that can be in it.
-    part = refine(_subset(c, config, as_of_us, rows), bound, lambda at: exact(rows[at]), k)
+    part, ceiling = refine(
+        _subset(c, config, as_of_us, rows), bound, lambda at: exact(rows[at]), k
+    )
     assert part.candidates.dense is not None
     c.dense[rows] = part.candidates.dense
-    return _scatter(c, part, rows)
+    # (the rows left out score below the floor: their bounds do)
+    return _scatter(c, part, rows), max(ceiling, floor)
+
+
+def _lexical_reach(
+    c: Candidates, config: ScoringConfig, norms: Scores, others: F64, block: int, bound: float,
+    floor: float, share: float,
+) -> Rows:  # fmt: skip
+    """The candidates matching a query term whose score can reach ``floor``: each bounded by
+    its own lexical relevance (exact) and highest possible cosine (``dense + bound``), with its
+    block's most for the other terms (``others``) and its own lifecycle factor. A common word
+    matches a quarter of a conversation's turns; keeping them all scored most of the rows of a
+    read that asked for ten."""
+    assert c.lexical is not None
+    assert c.dense is not None
+    matched = c.lexical > 0.0
+    if c.mask is not None:
+        matched &= c.mask
+    rows = np.flatnonzero(matched)
+    fixed = config.normalisation is Normalisation.FIXED
+    high = c.dense[rows] + bound
+    lexical = c.lexical[rows]
+    if fixed:
+        np.clip(high, 0.0, 1.0, out=high)
+        lexical = fixed_lexical(lexical, config.bm25_half)
+    dense, words = norms.norm_dense(high), norms.norm_lexical(lexical)
+    relevance = floored(dense, words, share, max(config.dense_floor, 0.0))
+    if c.unread is not None:  # rows in a language the model does not read: words alone
+        np.maximum(relevance, words, out=relevance)
+    upper = relevance * config.weights.relevance
+    upper += others[rows // block]
+    if c.factor is not None:
+        upper *= c.factor[rows]
+    return rows[upper >= floor]
 
 
 def _subset(

@@ -173,6 +173,7 @@ def _spread(state: ReadState) -> None:
     if config is None or config.spread == 0.0 or asks_for_every_piece(q.text) is None:
         return
     rows = rank(scores.final, state.recorded_at, state.ids, config.spread_window)
+    state.lowest = min(state.lowest, float(scores.final[rows].min(initial=np.inf)))
     spread = spread_sessions(
         scores.final[rows], state.cols.cat("occurred_at")[rows], config.session_gap // _ONE_US,
         config.spread,
@@ -236,7 +237,7 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             _components(state, index, store, space)
         with stage("read.scoring", space=space, int8=state.exact is not None):
             _factors(state)
-            _score(state)
+            _score(state, _exact_rows(q))
         if q.crisis is not None:
             with stage("read.causal", space=space):
                 _causal(state)
@@ -244,6 +245,12 @@ def search(index: SpaceIndex, store: MemoryStore, space: str, q: Query) -> list[
             _versions(state)
             _rank(state)
             _refuse(state)
+            while state.lowest < state.ceiling:  # only over the int8 copy: see _score
+                _score(state, 4 * state.exact_rows)
+                state.versions.clear()
+                state.lowest = np.inf
+                _versions(state)
+                _rank(state)
         with stage("read.hits", space=space, k=q.k) as span:
             hits = _hits(state, store, space)
             span.set(hits=len(hits))
@@ -316,9 +323,14 @@ def _factors(state: ReadState) -> None:
     state.life = _lifecycle(state.cols, state.q, time_cue(state.cols, state.q, state.mask))
 
 
-def _score(state: ReadState) -> None:
+def _score(state: ReadState, exact_rows: int) -> None:
     """Stages 3–5: normalisation, the episodic score and its factors — over the int8 copy's
-    cosines, the exact scores of every row that can reach the top (``compact.best_scores``)."""
+    cosines, the exact scores of every row that can reach the best ``exact_rows``
+    (``compact.best_scores``) and the ceiling no other row reaches.
+
+    The version-aware stages lower some of those rows' scores (an older version, a session's
+    second hit): when a ranking after them takes in a score below the ceiling, a row left with
+    its approximate score might belong there, and :func:`search` scores more rows exactly."""
     q, cols = state.q, state.cols
     inserted, listed_after = _listing(cols, q.config)
     candidates = Candidates(
@@ -330,9 +342,10 @@ def _score(state: ReadState) -> None:
     )  # fmt: skip
     as_of_us = to_micros(q.as_of)
     if state.exact is not None and state.bound is not None:
-        state.scores = compact.best_scores(
-            candidates, q.config, as_of_us, state.bound, state.exact, _exact_rows(q)
+        state.scores, state.ceiling = compact.best_scores(
+            candidates, q.config, as_of_us, state.bound, state.exact, exact_rows
         )
+        state.exact_rows = exact_rows
     else:
         state.scores = score(candidates, q.config, as_of_us=as_of_us)
     state.episodic = state.scores
@@ -364,6 +377,8 @@ def _rank(state: ReadState) -> None:
     if q.by_similarity:
         ranking = by_similarity(ranking, state.cols, state.dense, state.chosen)
     state.groups = _select(ranking, state.cols, state.ids, state.recorded_at, q.k, dedup=q.dedup)
+    firsts = np.asarray([g[0] for g in state.groups], dtype=np.intp)
+    state.lowest = min(state.lowest, float(ranking.final[firsts].min(initial=np.inf)))
 
 
 def _refuse(state: ReadState) -> None:

@@ -65,9 +65,13 @@ class ReadState:
       error bound);
     - cues and factors: ``speaker``, ``life`` (with the time cue);
     - score: ``episodic`` (before the causal boost), ``scores`` (after every stage so far),
-      ``boost`` and ``floor`` (the crisis's, from which scores are exact), ``versions`` (the
-      version-aware factors per row, for explanations);
-    - rank: ``groups`` (one row group per hit, best first).
+      ``boost`` and ``floor`` (the crisis's, from which scores are exact), ``exact_rows`` and
+      ``ceiling`` (over the int8 copy: how many of the best rows were to score exactly, and the
+      score no row left approximate reaches), ``versions`` (the version-aware factors per row,
+      for explanations);
+    - rank: ``groups`` (one row group per hit, best first) and ``lowest`` (the lowest score a
+      ranking after the score stage took in: with an int8 scan, at or above ``ceiling`` when
+      every row it could take scored exactly).
     """
 
     q: Query
@@ -88,8 +92,11 @@ class ReadState:
     scores: Scores | None = None
     boost: Boost | None = None
     floor: float = -np.inf
+    exact_rows: int = 0
+    ceiling: float = -np.inf
     versions: dict[int, dict[str, float]] = field(default_factory=dict)
     groups: list[Rows] = field(default_factory=list)
+    lowest: float = np.inf
 
     @property
     def scored(self) -> Scores:
