@@ -26,6 +26,12 @@ def _scores(mem: Memory, query: str, agents: list[str]) -> dict[str, float]:
     }
 
 
+def _bm25_part(tf: int, df: int, dl: int, n: int, total: int) -> float:
+    """One term's part as the store computes it (the same float operations)."""
+    idf = float(np.log1p((n - df + 0.5) / (df + 0.5)))
+    return idf * tf * 2.2 / (tf + 1.2 * (1.0 - 0.75 + 0.75 * dl / (total / n)))
+
+
 def _bm25(tf: int, df: int, dl: int, n: int, total: int) -> float:
     """One term's BM25 contribution, written out: k1 = 1.2, b = 0.75, Lucene's IDF."""
     idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
@@ -136,15 +142,43 @@ def test_a_version_3_sqlite_store_moves_from_fts5_to_postings(db_path: Path) -> 
         assert totals == [(2, 4)]  # lamp lit / bread bake
 
 
-def test_scores_do_not_depend_on_the_order_postings_arrive_in() -> None:
+@pytest.mark.parametrize("spread", [1, 1000])  # keys close together (dense sums) or far apart
+def test_scores_do_not_depend_on_the_order_postings_arrive_in(spread: int) -> None:
     from chronomem.stores.sql.fulltext import bm25 as _bm25
 
-    rows = np.array(
-        [[0, 7, 2, 5], [1, 7, 1, 5], [0, 3, 1, 2], [1, 9, 3, 8], [0, 9, 1, 8]], dtype=np.int64
-    )
+    def term(*rows: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        pk, tf, dl = np.array(rows, dtype=np.int64).T
+        return pk * spread, tf, dl
+
+    first_term = term((9, 1, 8), (3, 1, 2), (7, 2, 5))
+    second_term = term((7, 1, 5), (9, 3, 8))
     df = np.array([3.0, 2.0])
-    first = _bm25(rows, df, 10, 50)
-    shuffled = _bm25(rows[[4, 2, 0, 3, 1]], df, 10, 50)
-    assert first.pk.tolist() == [3, 7, 9]
-    assert shuffled.pk.tolist() == first.pk.tolist()
-    assert shuffled.score.tolist() == first.score.tolist()
+    first = _bm25([first_term, second_term], df, 10, 50)
+    shuffled = [tuple(a[[1, 2, 0]] for a in first_term), tuple(a[::-1] for a in second_term)]
+    again = _bm25(shuffled, df, 10, 50)  # type: ignore[arg-type]
+    assert first.pk.tolist() == [3 * spread, 7 * spread, 9 * spread]
+    assert again.pk.tolist() == first.pk.tolist()
+    assert again.score.tolist() == first.score.tolist()
+    want = {
+        3: _bm25_part(1, 3, 2, 10, 50),
+        7: _bm25_part(2, 3, 5, 10, 50) + _bm25_part(1, 2, 5, 10, 50),
+        9: _bm25_part(1, 3, 8, 10, 50) + _bm25_part(3, 2, 8, 10, 50),
+    }
+    assert first.score.tolist() == [want[3], want[7], want[9]]
+
+
+def test_dense_and_sorted_sums_are_the_same_additions() -> None:
+    """Whether the sums are made in a dense array or at sorted keys, each document's parts are
+    added in the query's term order: the same floats, bit for bit."""
+    from chronomem.stores.sql import fulltext
+
+    rng = np.random.default_rng(5)
+    terms = []
+    for size in (4000, 900, 60, 7):
+        pk = np.sort(rng.choice(5000, size, replace=False)).astype(np.int64)
+        terms.append((pk, rng.integers(1, 4, size), rng.integers(2, 40, size)))
+    df = np.array([4000.0, 900.0, 60.0, 7.0])
+    dense = fulltext.bm25(terms, df, 5000, 80_000)
+    sparse = fulltext.bm25([(pk * 97, tf, dl) for pk, tf, dl in terms], df, 5000, 80_000)
+    assert sparse.pk.tolist() == (dense.pk * 97).tolist()
+    assert sparse.score.tolist() == dense.score.tolist()

@@ -32,6 +32,9 @@ __all__ = [
 # BM25 with Lucene's parameters and its always-positive IDF, ln(1 + (N - df + 0.5) / (df + 0.5)).
 _BM25_K1 = 1.2
 _BM25_B = 0.75
+# BM25 sums in a dense array over the matched keys' range while it is at most this many times
+# the postings (see bm25).
+_DENSE = 8
 
 
 def _insert(db: SQLBackend, documents: Iterable[tuple[str, int, str, Sequence[str]]]) -> None:
@@ -90,22 +93,44 @@ def lexical(
         postings, df = cache.postings(
             db, space, terms, agents, seq, (n_docs, total_len), keep=not db._writing
         )
-    if postings.size == 0:
+    if not any(pk.size for pk, _, _ in postings):
         return none
     return bm25(postings, df, n_docs, total_len)
 
 
-def bm25(postings: I64, df: F64, n_docs: int, total_len: int) -> LexicalMatches:
-    """BM25 of the documents in ``postings`` (rows of query-term position, pk, tf, dl), given
-    each query term's document frequency in the space. Rows are put in (pk, term) order first, so
-    the sums, and therefore the scores, do not depend on the order a database returned them in."""
-    order = np.lexsort((postings[:, 0], postings[:, 1]))
-    term, pk, tf, dl = postings[order].T
+def bm25(
+    postings: Sequence[tuple[I64, I64, I64]], df: F64, n_docs: int, total_len: int
+) -> LexicalMatches:
+    """BM25 of the documents in ``postings`` — per query term, its postings' (pk, tf, dl), each
+    pk at most once — given each term's document frequency in the space.
+
+    A document's score is its terms' parts added one term after the other in the query's term
+    order, so it does not depend on the order a database returned the postings in. The sums are
+    made in a dense array over the matched keys' range when the postings fill enough of it (a
+    common word matches most of a conversation's turns: no sort), else at each key's place among
+    the sorted distinct keys — the same additions in the same order either way."""
     idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
-    norm = _BM25_K1 * (1.0 - _BM25_B + _BM25_B * dl / max(total_len / n_docs, 1.0))
-    part = idf[term] * tf * (_BM25_K1 + 1.0) / (tf + norm)
-    keys, first = np.unique(pk, return_index=True)
-    return LexicalMatches(pk=keys, score=np.add.reduceat(part, first))
+    average = max(total_len / n_docs, 1.0)
+    parts = []
+    for position, (pk, tf, dl) in enumerate(postings):
+        if pk.size:
+            norm = _BM25_K1 * (1.0 - _BM25_B + _BM25_B * dl / average)
+            parts.append((pk, idf[position] * tf * (_BM25_K1 + 1.0) / (tf + norm)))
+    if not parts:
+        return LexicalMatches(pk=np.empty(0, np.int64), score=np.empty(0, np.float64))
+    low = min(int(pk.min()) for pk, _ in parts)
+    span = max(int(pk.max()) for pk, _ in parts) - low + 1
+    if span <= _DENSE * sum(pk.size for pk, _ in parts):
+        sums = np.zeros(span, dtype=np.float64)
+        for pk, part in parts:
+            sums[pk - low] += part
+        at = np.flatnonzero(sums)  # every part is > 0 (tf >= 1 and Lucene's IDF is positive)
+        return LexicalMatches(pk=at + low, score=sums[at])
+    keys = np.unique(np.concatenate([pk for pk, _ in parts]))
+    score = np.zeros(keys.size, dtype=np.float64)
+    for pk, part in parts:
+        score[np.searchsorted(keys, pk)] += part
+    return LexicalMatches(pk=keys, score=score)
 
 
 def _recorded(db: SQLBackend) -> str | None:

@@ -103,11 +103,11 @@ class PostingsCache:
         docs: tuple[int, int],
         *,
         keep: bool = True,
-    ) -> tuple[I64, F64]:
-        """The postings of ``terms`` (distinct) for ``agents`` — rows of (position in ``terms``,
-        pk, tf, dl) — and each term's document frequency in the space, as of the snapshot whose
-        ``change_seq`` is ``seq`` and whose totals are ``docs`` (document count, length sum; call
-        inside it). ``keep=False``: fetched, nothing kept."""
+    ) -> tuple[list[tuple[I64, I64, I64]], F64]:
+        """The postings of ``terms`` (distinct) for ``agents`` — per term, in ``terms``' order,
+        its (pk, tf, dl) columns in pk order — and each term's document frequency in the space,
+        as of the snapshot whose ``change_seq`` is ``seq`` and whose totals are ``docs``
+        (document count, length sum; call inside it). ``keep=False``: fetched, nothing kept."""
         state = self._spaces.setdefault(space, _Space()) if keep else _Space()
         if keep and state.seq != seq:
             self._catch_up(db, space, state, docs)
@@ -123,12 +123,14 @@ class PostingsCache:
         wanted = np.fromiter(codes, np.int32, len(codes))
         every = len(codes) == len(state.agents)  # every agent with a posting is asked
         parts = []
-        for position, term in enumerate(terms):
+        for term in terms:
             t = held[term]
-            rows = slice(None) if every else np.isin(t.agent, wanted)
-            pk = t.pk[rows]
-            parts.append(np.stack((np.full(pk.size, position), pk, t.tf[rows], t.dl[rows]), 1))
-        return np.concatenate(parts) if parts else np.empty((0, 4), np.int64), df
+            if every:
+                parts.append((t.pk, t.tf, t.dl))
+            else:
+                rows = np.isin(t.agent, wanted)
+                parts.append((t.pk[rows], t.tf[rows], t.dl[rows]))
+        return parts, df
 
     def _used(self, space: str, term: str) -> _Term:
         self._terms.move_to_end((space, term))
