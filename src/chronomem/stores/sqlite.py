@@ -139,6 +139,9 @@ class SQLiteStore(SQLStore):
     def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self._conn.executemany(sql, rows)
 
+    def _committed(self) -> None:
+        self._shared.committed()
+
     def _is_conflict(self, exc: Exception) -> bool:
         return isinstance(exc, sqlite3.IntegrityError)
 

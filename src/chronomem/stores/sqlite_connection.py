@@ -15,11 +15,20 @@ transaction of one handle holds the others' calls until it ends (SQLite serialis
 file anyway; in one process they now queue on a lock instead of spinning on ``busy_timeout``).
 Settings only ever strengthen: a handle asking ``synchronous=FULL`` of a connection opened with
 ``NORMAL`` raises it for every handle, never the reverse.
+
+The write-ahead log is copied into the database file by a :class:`Checkpointer`: its own SQLite
+connection (a second connection of SQLite's own is safe: SQLite shares the file's locks between
+the connections of a process) on its own thread, started by the first write. SQLite's automatic
+checkpoint ran inside the commit that crossed 1,000 pages, with the connection held: every
+statement of the process waited behind it, 10–140 ms at 100k records (docs/storage.md). It
+stays as a backstop, at :data:`BACKSTOP_PAGES`, for a log the background copies cannot keep
+small (a reader holding an old snapshot for long).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 import threading
@@ -29,10 +38,60 @@ from pathlib import Path
 from chronomem.errors import StoreError
 from chronomem.stores.sql.store import TransactionState
 
-__all__ = ["SharedConnection", "acquire", "release", "users"]
+__all__ = ["BACKSTOP_PAGES", "Checkpointer", "SharedConnection", "acquire", "release", "users"]
+
+_log = logging.getLogger("chronomem")
 
 # Durability levels in increasing strength; a shared connection takes the strongest asked.
 _SYNCHRONOUS = ("NORMAL", "FULL", "EXTRA")
+#: The write-ahead log's size, in pages, at which a commit checkpoints itself (SQLite's
+#: ``wal_autocheckpoint``; its default, 1,000, is what the background checkpoints replace).
+BACKSTOP_PAGES = 16_384
+#: After a commit, the checkpointer waits this long for more before copying (seconds).
+CHECKPOINT_DELAY_S = 0.2
+
+
+class Checkpointer:
+    """Passive checkpoints of one database file, on a thread and a connection of their own,
+    after commits (at most one per :data:`CHECKPOINT_DELAY_S`). A passive checkpoint never
+    waits: it copies what no reader still needs, and writers and readers go on meanwhile. A
+    failed one is logged and left to the next commit's."""
+
+    def __init__(self, target: str, synchronous: str) -> None:
+        self._target = target
+        self._synchronous = synchronous
+        self._due = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="chronomem-checkpoint", daemon=True)
+        self._thread.start()
+
+    def committed(self) -> None:
+        """A write transaction committed: its pages are in the log."""
+        self._due.set()
+
+    def close(self) -> None:
+        """Stop after the checkpoint under way (the connection's last user closes the file,
+        which checkpoints what is left)."""
+        self._stop.set()
+        self._due.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        conn = None
+        try:
+            conn = sqlite3.connect(self._target, uri=True, isolation_level=None)
+            conn.execute(f"PRAGMA synchronous={self._synchronous}")
+            while True:
+                self._due.wait()
+                if self._stop.wait(CHECKPOINT_DELAY_S):
+                    return
+                self._due.clear()
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as exc:  # the commits' own checkpoints (the backstop) go on
+            _log.warning("background checkpoints of %s stopped: %s", self._target, exc)
+        finally:
+            if conn is not None:
+                conn.close()
 
 
 @dataclass(eq=False, slots=True)
@@ -47,6 +106,17 @@ class SharedConnection:
     users: int = 1
     wrote: bool = False  # a user opened a write transaction (``PRAGMA optimize`` at the end)
     pid: int = field(default_factory=os.getpid)
+    target: str | None = None  # the URI it was opened with (None: in memory)
+    checkpointer: Checkpointer | None = None  # started by the first commit
+
+    def committed(self) -> None:
+        """A write transaction committed (under ``state.lock``): the log has pages to copy."""
+        if self.target is None:
+            return
+        if self.checkpointer is None:
+            self.conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
+            self.checkpointer = Checkpointer(self.target, self.synchronous)
+        self.checkpointer.committed()
 
     def strengthen(self, synchronous: str, busy_timeout_ms: int) -> None:
         """Apply a new user's settings where they are stronger (under ``state.lock``)."""
@@ -103,8 +173,9 @@ def acquire(
             conn.close()
             raise StoreError(f"cannot open SQLite store at {path}: the file disappeared")
         shared = SharedConnection(
-            conn=conn, key=key, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms
-        )
+            conn=conn, key=key, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms,
+            target=path.absolute().as_uri() + "?mode=rw",
+        )  # fmt: skip
         _open[key] = shared
         return shared
 
@@ -120,6 +191,8 @@ def release(shared: SharedConnection, *, wrote: bool = False) -> None:
             return
         if shared.key is not None and _open.get(shared.key) is shared:
             del _open[shared.key]
+    if shared.checkpointer is not None:
+        shared.checkpointer.close()
     with shared.state.lock:
         try:
             if shared.wrote:

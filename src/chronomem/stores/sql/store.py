@@ -260,6 +260,8 @@ class SQLStore(StoreMetadata, GraphStore, ServiceStore, FeedStore):
             else:
                 try:
                     self._execute("COMMIT")
+                    if what == "write":
+                        self._committed()
                 except Exception as exc:
                     self.aborted_writes += what == "write"
                     if self._is_db_error(exc) and self._is_disconnect(exc):
@@ -274,6 +276,9 @@ class SQLStore(StoreMetadata, GraphStore, ServiceStore, FeedStore):
                     raise
             finally:
                 self._state.in_transaction = self._state.writing = False
+
+    def _committed(self) -> None:
+        """A write transaction committed (a backend's hook: SQLite's checkpoints follow)."""
 
     @contextmanager
     def write(self) -> Iterator[None]:
