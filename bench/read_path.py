@@ -165,8 +165,8 @@ def main() -> int:
         )
     lines += [
         "",
-        f"Identical top 10 (int8 against float32, every read at one instant) in {result['identical_top10']:.1%} of "
-        f"{result['queries']} questions.",
+        "Identical top 10 (int8 against float32, every read at one instant) in "
+        f"{result['identical_top10']:.1%} of {result['queries']} questions.",
         "",
         "Stages of the int8 read, traced (tracing on adds to each):",
         "",

@@ -445,3 +445,66 @@ def test_import_and_migrate_leave_a_warm_store(tmp_path: Path) -> None:
             hits = mem.peek("q", agent="ada", query_embedding=vectors[7], k=3)
             assert hits[0].record.text == "note 7"
             assert mem._h.index.loaded_from == "snapshot"
+
+
+def test_appending_after_a_load_leaves_the_snapshots_texts_undecoded(
+    built: tuple[Path, SimClock, list[str]],
+) -> None:
+    """The first write after a reopen used to decode every text of the snapshot (0.3 s at 100k
+    records, inside the write's sync): new rows' texts and their dedup keys are kept apart until
+    something asks for every text, then come after the snapshot's in row order."""
+    path, clock, _ = built
+    with _open(path, clock) as warm, _open(path, clock, snapshot=None) as cold:
+        warm.peek("ledger", agents=list(AGENTS))
+        for n in range(3):
+            warm.remember(f"the ledger moved to the tower {n}", agent="ada")
+        (ada,) = _arrays(warm, ["ada"])
+        assert callable(ada._texts)  # the snapshot's texts are still undecoded
+        assert ada.texts_from(ada.n - 3) == [f"the ledger moved to the tower {n}" for n in range(3)]
+        # a multi-agent read dedups with the new rows' keys, computed without decoding
+        assert _queries(warm) == _queries(cold)
+        assert callable(ada._texts)
+        for a, b in zip(_arrays(warm, list(AGENTS)), _arrays(cold, list(AGENTS)), strict=True):
+            _same_arrays(a, b)  # (asks for every text: decoded, the appended last)
+        assert not callable(ada._texts)
+        warm.remember("and back to the river", agent="ada")
+        (again,) = _arrays(warm, ["ada"])
+        assert again.texts[-1] == "and back to the river"
+
+
+def test_preload_readies_large_agents_and_leaves_small_ones_laid_out(
+    built: tuple[Path, SimClock, list[str]],
+) -> None:
+    """``preload`` loads every agent from the snapshot and gives the agents of at least
+    ``room_from`` rows room for new ones (and their int8 copy when reads scan one); reads and
+    writes after it give what a handle that never preloaded gives."""
+    path, clock, ids = built
+    with (
+        _open(path, clock, compact_vectors=0) as warm,
+        _open(path, clock, snapshot=None, compact_vectors=0) as cold,
+    ):
+        index = warm._h.index
+        assert not index._agents  # nothing loaded yet
+        sizes = {a.agent: a.n for a in _arrays(cold, list(AGENTS))}
+        index.preload(room_from=max(sizes.values()))
+        assert index.loaded_from == "snapshot"
+        large = {a for a, n in sizes.items() if n == max(sizes.values())}
+        assert sorted(index._agents) == sorted(AGENTS)
+        assert large != set(AGENTS)
+        for agent, arrays in index._agents.items():
+            assert arrays.span is not None
+            span, member = arrays.span
+            if agent in large:
+                assert arrays.capacity > arrays.n
+                assert arrays.codes is not None
+                assert not span.laid_out(member, arrays)  # copied out of the layout
+            else:
+                assert arrays.capacity == arrays.n
+                assert arrays.codes is None
+                assert span.laid_out(member, arrays)
+        assert _queries(warm) == _queries(cold)
+        _change(warm, clock, random.Random(7), ids)
+        everyone = [*AGENTS, "dee"]
+        assert _queries(warm) == _queries(cold)
+        for a, b in zip(_arrays(warm, everyone), _arrays(cold, everyone), strict=True):
+            _same_arrays(a, b)

@@ -197,6 +197,24 @@ def test_a_space_opening_holds_up_no_other_space_and_opens_once(
         spaces.close()
 
 
+def test_a_space_opens_with_its_index_loaded(tmp_path: Path) -> None:
+    """The request that opens a space loads its index (``Memory.preload``): not the first read
+    and write, inside the handle's lock, with the space's other requests behind them."""
+    path = tmp_path / "m.db"
+    with Memory.open(path, embedder=FixedEmbedder(dim=8), index_snapshot=0, space="town") as mem:
+        for agent in ("keeper", "baker"):
+            mem.remember_many([f"{agent} note {i}" for i in range(30)], agent=agent)
+        mem.peek("note", agents=["keeper", "baker"])  # the close writes the snapshot
+    spaces = Spaces(location=path, embedder=FixedEmbedder(dim=8))
+    try:
+        index = spaces.memory("town")._h.index
+        assert sorted(index._agents) == ["baker", "keeper"]
+        assert index.loaded_from == "snapshot"
+        assert all(a.n == 30 for a in index._agents.values())
+    finally:
+        spaces.close()
+
+
 def test_a_failed_open_is_tried_again_and_a_closed_service_keeps_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -354,9 +354,7 @@ def _bounded(
     if rows.shape[0] > n // 2:
         return None
     # The top k lies among these rows: score them, then refine the ones that can be in it.
-    part, ceiling = refine(
-        _subset(c, config, as_of_us, rows), bound, lambda at: exact(rows[at]), k
-    )
+    part, ceiling = refine(_subset(c, config, as_of_us, rows), bound, lambda at: exact(rows[at]), k)
     assert part.candidates.dense is not None
     c.dense[rows] = part.candidates.dense
     # (the rows left out score below the floor: their bounds do)

@@ -38,11 +38,14 @@ class DerivedColumns:
     def texts(self) -> list[str]:
         raise NotImplementedError
 
+    def texts_from(self, start: int) -> list[str]:
+        raise NotImplementedError
+
     # The derived key columns, kept across appends and removals (computing them for every row
     # again after each write would cost a hash per record per read).
     _KEYS: ClassVar[dict[str, Callable[[Any, int], npt.NDArray[np.int64]]]] = {
         "text_keys": lambda a, start: np.fromiter(
-            (dedup_key(t) for t in a.texts[start:]), dtype=np.int64, count=a.n - start
+            (dedup_key(t) for t in a.texts_from(start)), dtype=np.int64, count=a.n - start
         ),
         "domain_keys": lambda a, start: np.fromiter(
             (domain_key(d) for d in a.domains[start:]), dtype=np.int64, count=a.n - start

@@ -32,13 +32,15 @@ from chronomem.retrieval.index import AgentArrays
 from chronomem.retrieval.span import Span
 from chronomem.stores.base import MemoryStore, RecordColumns
 
-__all__ = ["DEFAULT_SNAPSHOT_RECORDS", "SpaceIndex", "warm"]
+__all__ = ["DEFAULT_SNAPSHOT_RECORDS", "PRELOAD_ROOM", "SpaceIndex", "warm"]
 
 _log = logging.getLogger("chronomem")
 
 #: Below this many loaded records a rebuild from the store is quick (~0.2 s) and no snapshot is
 #: written (one found is still used).
 DEFAULT_SNAPSHOT_RECORDS = 10_000
+#: :meth:`SpaceIndex.preload` readies agents of at least this many records for writes.
+PRELOAD_ROOM = 10_000
 _SAMPLES = 16  # records of a snapshot looked up in the store before it is trusted
 
 
@@ -137,6 +139,23 @@ class SpaceIndex:
             for arrays in unheld:
                 arrays.hold_raw(cols)
         return out
+
+    def preload(self, room_from: int = PRELOAD_ROOM) -> None:
+        """Load every agent of the space now (from the snapshot, else the store) and ready the
+        large ones for what a first read and a first write would do to them: the int8 copy of
+        an agent that reads scan in int8, the position of each id, and room for new rows (a
+        snapshot's arrays have none: the first append copies every column, 0.3 s at 100k
+        records). Agents under ``room_from`` rows keep their place in the space-wide layout
+        (making room copies an agent out of it); their first append costs little."""
+        with self._store.snapshot():
+            held = self.arrays(sorted(self._store.agents(self._space)))
+        for arrays in held:
+            if arrays.n < room_from:
+                continue
+            scanned = self.compact_records is not None and arrays.n >= self.compact_records
+            if scanned and arrays.emb is not None:
+                arrays.compact()
+            arrays.make_room()
 
     def _apply_changes(self) -> None:
         loaded = list(self._agents)

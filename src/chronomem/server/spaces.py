@@ -167,15 +167,24 @@ class Spaces:
         return opened
 
     def _handle(self, space: str) -> Memory:
+        """A handle of ``space`` with its index loaded and ready for writes (``preload``): the
+        request that opens it pays that, not the first read and write inside the handle's
+        lock, with every other request to the space waiting behind them."""
         store = open_store(self.location)
         try:
-            return Memory.open(
+            memory = Memory.open(
                 store, embedder=self.embedder, clock=StoreClock(store, space),
                 preset=self.preset, space=space, llm=self.llm, reflection=self.reflection,
             )  # fmt: skip
         except BaseException:
             store.close()
             raise
+        try:
+            memory.preload()
+        except BaseException:
+            memory.close()
+            raise
+        return memory
 
     @contextmanager
     def reader(self, space: str) -> Iterator[Memory]:
