@@ -53,8 +53,8 @@ from chronomem.server.spaces import Spaces
 
 INTERFACES = ("client", "http", "mcp", "cli")
 #: Memory's methods that manage the handle rather than act on memories (the clients have their
-#: own constructor and ``close``).
-HANDLE_METHODS = frozenset({"open", "close"})
+#: own constructor and ``close``; the service preloads each space it opens).
+HANDLE_METHODS = frozenset({"open", "close", "preload"})
 #: The verb of a (verb, interface, parameter) key naming an interface operation that is no
 #: library verb (the parameter is the operation's name).
 NO_VERB = "(no library verb)"
