@@ -43,6 +43,9 @@ class Bounds:
 
 
 _ID_DTYPE = np.dtype("<U26")
+#: ``rows_of`` keeps a key-to-row table from this many rows on (below, a binary search is as
+#: cheap as building it after each write).
+_DENSE_KEYS_FROM = 4096
 
 
 def _speaker_of(cols: RecordColumns, i: int) -> str | None:
@@ -138,6 +141,8 @@ class AgentArrays(DerivedColumns):
         # the codes of each metadata path's values that a filter asked for (filtering.py)
         self.vocabularies: dict[tuple[str, ...], dict[tuple[Any, ...], int]] = {}
         self._bounds: Bounds | None = None
+        # (first key, rows covered, row of each key from the first): rows_of's table
+        self._pk_table: tuple[int, int, npt.NDArray[np.int32]] | None = None
         #: ``(span, k)`` while this agent is member ``k`` of a space-wide layout (span.py)
         self.span: tuple[Span, int] | None = None
 
@@ -377,6 +382,7 @@ class AgentArrays(DerivedColumns):
         }
         self._growing = {name: f for name, f in self._growing.items() if name in self._derived}
         self._bounds = None
+        self._pk_table = None
 
     def compact(self) -> Codes:
         """The int8 copy of the vectors (built on first use, then kept in step with them)."""
@@ -420,6 +426,44 @@ class AgentArrays(DerivedColumns):
                     any_feedback=bool(np.any(self.feedback_score[:n] != 0.0)),
                 )
         return self._bounds
+
+    def rows_of(self, pks: npt.NDArray[np.int64]) -> tuple[Rows, npt.NDArray[np.bool_]]:
+        """Where the store keys ``pks`` sit among the rows (0 for a key not held) and which are
+        held. An agent whose keys fill their range (one agent's records written together: no
+        other agent's in between) keeps a table from key to row, built on first use after a
+        write: a lookup per key instead of a binary search (a common word's 60k matches at 100k
+        records: 0.9 ms of a read)."""
+        n = self.n
+        if n == 0:
+            return np.zeros(pks.shape[0], dtype=np.intp), np.zeros(pks.shape[0], dtype=np.bool_)
+        keys = self.pk[:n]
+        low, high = int(keys[0]), int(keys[-1])
+        if n < _DENSE_KEYS_FROM or high - low >= 4 * n:
+            at = np.minimum(np.searchsorted(keys, pks), n - 1)
+            return at, keys[at] == pks
+        table = self._key_table(keys, low, high)
+        inside = (pks >= low) & (pks <= high)
+        rows = np.full(pks.shape[0], -1, dtype=np.intp)
+        rows[inside] = table[pks[inside] - low]
+        held = rows >= 0
+        rows[~held] = 0
+        return rows, held
+
+    def _key_table(self, keys: npt.NDArray[np.int64], low: int, high: int) -> npt.NDArray[np.int32]:
+        """The row of each key from ``low`` to ``high`` (-1: none): built once, extended by
+        appends (their keys come after every held one), built again after a removal."""
+        held = self._pk_table
+        n = keys.shape[0]
+        if held is not None and held[0] == low and held[1] == n:
+            return held[2]
+        table = np.full(high - low + 1, -1, dtype=np.int32)
+        start = 0
+        if held is not None and held[0] == low and held[1] < n:
+            start = held[1]
+            table[: held[2].shape[0]] = held[2]
+        table[keys[start:] - low] = np.arange(start, n, dtype=np.int32)
+        self._pk_table = (low, n, table)
+        return table
 
     def language_codes(self) -> npt.NDArray[np.int8]:
         """Each text's language as its position in ``analysis.scripts.LANGUAGES``."""

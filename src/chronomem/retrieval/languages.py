@@ -58,6 +58,6 @@ def unread_rows(cols: Columns, languages: frozenset[str] | None) -> Mask | None:
     the model reads every language)."""
     if languages is None:
         return None
-    read = [i for i, name in enumerate(LANGUAGES) if reads(languages, name)]
-    unread = ~np.isin(cols.derived("language_codes"), read)
+    not_read = np.fromiter((not reads(languages, name) for name in LANGUAGES), np.bool_)
+    unread = not_read[cols.derived("language_codes")]  # (a lookup per row: no sort, as isin)
     return unread if unread.any() else None

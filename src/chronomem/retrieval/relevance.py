@@ -56,11 +56,7 @@ def preselect(
         return None
     chosen = np.zeros(cols.size, dtype=np.bool_)
     for a, offset in zip(cols.arrays, cols.offsets[:-1], strict=True):
-        if a.n == 0:
-            continue
-        keys = a.pk[: a.n]
-        at = np.minimum(np.searchsorted(keys, pks), a.n - 1)
-        found = keys[at] == pks
+        at, found = a.rows_of(pks)
         chosen[offset + at[found]] = True
     nearest = int(np.count_nonzero(chosen if visible is None else chosen & visible))
     if nearest < max(q.k, pks.size // 2):
@@ -139,10 +135,6 @@ def lexical(store: MemoryStore, space: str, cols: Columns, text: str) -> F64:
     if matches.pk.size == 0:
         return out
     for a, offset in zip(cols.arrays, cols.offsets[:-1], strict=True):
-        if a.n == 0:
-            continue
-        keys = a.pk[: a.n]
-        at = np.minimum(np.searchsorted(keys, matches.pk), a.n - 1)
-        found = keys[at] == matches.pk
+        at, found = a.rows_of(matches.pk)
         out[offset + at[found]] = matches.score[found]
     return out
