@@ -9,10 +9,11 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["F32", "F64", "I64", "Mask", "Rows", "unit_rows", "unit_vector"]
+__all__ = ["F32", "F64", "I32", "I64", "Mask", "Rows", "unit_rows", "unit_vector"]
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
+I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 Rows = npt.NDArray[np.intp]

@@ -161,7 +161,7 @@ class Recording(FixedEmbedder):
 
 def test_the_shared_embedder_serves_small_calls_first_and_never_starves_a_large_one() -> None:
     inner = Recording()
-    shared = SharedEmbedder(inner, runs=1)
+    shared = SharedEmbedder(inner, runs=1, turn=8)
     sizes = [1, 12] + [1] * 14  # the first holds the run while the rest queue, in this order
     threads = []
     for n in sizes:
@@ -172,7 +172,9 @@ def test_the_shared_embedder_serves_small_calls_first_and_never_starves_a_large_
     inner.release.set()
     for thread in threads:
         thread.join(10)
-    # Arrival a with n texts is served as if it came at a + n: the 12-text call (arrival 1,
-    # served as 13) lets the ten one-text calls that came before 13 go first, then runs
-    # before the later ones — overtaken by fewer calls than its size, never starved.
-    assert inner.ran == [1] + [1] * 10 + [12] + [1] * 4
+    # A run of n texts arriving at a is served as if it came at a + n. The 12-text call runs
+    # in turns of 8: its first turn (arrival 1, served as 9) lets the six one-text calls that
+    # came before 9 go first, then runs before the later ones; its second turn queues when the
+    # first ends, behind the calls that came meanwhile — each turn overtaken by fewer calls
+    # than its size, never starved, and no one-text call waits for more than one turn.
+    assert inner.ran == [1] + [1] * 6 + [8] + [1] * 8 + [4]

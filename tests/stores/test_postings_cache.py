@@ -7,7 +7,10 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chronomem import Memory, SimClock
 from chronomem.errors import DependentsExistError
@@ -151,3 +154,68 @@ def test_fetched_postings_are_the_stored_rows(location: str | Path, clock: SimCl
                     got.tf.tolist(), got.dl.tolist(), strict=True)
             )  # fmt: skip
             assert shown == [tuple(r[1:]) for r in rows if r[0] == term], term
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    held=st.sets(st.integers(0, 200), max_size=40),
+    added=st.lists(st.sets(st.integers(0, 260), max_size=15), max_size=6),
+)
+def test_a_terms_postings_merge_as_a_sorted_union(held: set[int], added: list[set[int]]) -> None:
+    """Merging the postings of changed records: the new records' (keys after every held one)
+    are appended in place, a backfill's (keys in between) inserted, held ones left alone — the
+    sorted union of keys each time, every row's columns with it, and a view taken before an
+    append still the rows it showed."""
+
+    def term(keys: set[int]) -> postings_cache._Term:
+        pk = np.array(sorted(keys), dtype=np.int64)
+        return postings_cache._Term(
+            pk, (pk % 3).astype(np.int32), (pk % 5 + 1).astype(np.int32), (pk + 7).astype(np.int32)
+        )
+
+    current, union = term(held), set(held)
+    for keys in added:
+        before = current.columns()[0].copy()
+        view = current.columns()[0]
+        current = current.merge(term(keys))
+        union |= keys
+        pk, tf, dl = current.columns()
+        assert pk.tolist() == sorted(union)
+        assert tf.tolist() == (pk % 5 + 1).tolist()
+        assert dl.tolist() == (pk + 7).tolist()
+        assert current.agent[: current.n].tolist() == (pk % 3).tolist()
+        assert view.tolist() == before.tolist()
+
+
+def test_warming_holds_the_frequent_terms_and_scores_as_a_fresh_handle(
+    location: str | Path, clock: SimClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``warm_lexical`` holds the terms in at least ``_WARM_DF`` records (lowered here), the most
+    frequent first, up to half the cache; reads after it, and after writes that append to the
+    held terms, score as a handle that fetched nothing ahead."""
+    from chronomem.stores.sql import fulltext
+
+    monkeypatch.setattr(fulltext, "_WARM_DF", 10)
+    rng = random.Random(3)
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        for i in range(120):
+            clock.advance(minutes=1)
+            words = ["lamp", *rng.sample(WORDS[1:], 2)] if i % 2 else rng.sample(WORDS[1:], 3)
+            mem.remember(" ".join(words) + f" n{i}", agent=rng.choice(AGENTS))
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        cache = store_of(mem)._postings
+        fetched = mem._h.store.warm_lexical(mem.space)
+        held = {term for _, term in cache._terms}
+        assert "lamp" in held  # in half the records: the most frequent
+        assert fetched == sum(t.n for t in cache._terms.values())
+        assert not any(term.startswith("n") and term[1:].isdigit() for term in held)  # rare
+        for query in ("lamp oil", "storm tide", "lamp"):
+            assert _scores(mem, query, AGENTS) == _fresh(location, clock, query, AGENTS)
+        for i in range(5):
+            clock.advance(minutes=1)
+            mem.remember(f"lamp keeper late {i}", agent="ana")
+        assert _scores(mem, "lamp keeper", AGENTS) == _fresh(location, clock, "lamp keeper", AGENTS)
+        monkeypatch.setattr(fulltext, "_WARM_DF", 10_000)  # nothing that frequent
+        cache.clear()
+        assert mem._h.store.warm_lexical(mem.space) == 0
+        assert not cache._terms

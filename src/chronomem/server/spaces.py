@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from chronomem.arrays import F32
 from chronomem.checks import require_text
 from chronomem.config import ReflectionConfig, ScoringConfig
@@ -35,18 +37,28 @@ _log = logging.getLogger(__name__)
 class SharedEmbedder:
     """One embedder shared by every space's handle, called outside the handles' locks
     (``thread_safe``): at most ``runs`` model runs at once, so concurrent requests do not
-    oversubscribe the cores, and the waiting calls served smallest first with aging — a call of
-    ``n`` texts goes as if it had come ``n`` calls later. A recall's one query then does not wait
-    behind a long record's passages, and a large call is overtaken by at most ``n`` later ones
-    (it never starves)."""
+    oversubscribe the cores, and the waiting runs served smallest first with aging — a run of
+    ``n`` texts goes as if it had come ``n`` runs later. A call of more than ``turn`` texts runs
+    in turns of ``turn``, each queued as the last ends: a recall's one query then waits for at
+    most one turn of a long record's passages, not for all of them (a remember of a long
+    dialogue turn holds a run for 20–60 ms on one thread), and a turn is overtaken by at most
+    ``turn`` later runs (it never starves)."""
 
     thread_safe = True
 
     def __init__(
-        self, inner: Embedder, *, runs: int = 1, on_run: Callable[[int], None] | None = None
+        self,
+        inner: Embedder,
+        *,
+        runs: int = 1,
+        turn: int = 8,
+        on_run: Callable[[int], None] | None = None,
     ) -> None:
         if runs < 1:
             raise ConfigError(f"runs must be >= 1; got {runs}")
+        if turn < 1:
+            raise ConfigError(f"turn must be >= 1; got {turn}")
+        self._turn_texts = turn
         self._inner = inner
         self.on_run = on_run  # told each run's text count (the service's metrics)
         self._free = runs
@@ -63,6 +75,15 @@ class SharedEmbedder:
         return self._inner.dim
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> F32:
+        n = self._turn_texts
+        if len(texts) <= n:
+            return self._run(texts, progress=progress)
+        return np.concatenate(
+            [self._run(texts[i : i + n], progress=progress) for i in range(0, len(texts), n)]
+        )
+
+    def _run(self, texts: Sequence[str], *, progress: bool) -> F32:
+        """One model run of ``texts``, when its turn comes."""
         arrival = next(self._arrivals)
         ticket = (arrival + len(texts), arrival)
         with self._turn:

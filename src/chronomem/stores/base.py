@@ -271,6 +271,12 @@ class MemoryStore(Protocol):
         """BM25 over the full-text index for records of ``agents`` matching any query term."""
         ...
 
+    def warm_lexical(self, space: str) -> int:
+        """Hold the postings of the space's most frequent terms now, so the first reads that
+        ask for them do not fetch them; returns how many postings were fetched (0: none worth
+        it)."""
+        ...
+
     def nearest(
         self, space: str, agents: Sequence[str], vector: np.ndarray, *, namespace: int, k: int
     ) -> I64 | None:

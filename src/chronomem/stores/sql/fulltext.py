@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from chronomem.analysis.analyser import default_analyser, missing_segmenters
-from chronomem.arrays import F64, I64
+from chronomem.arrays import F64, I32, I64
 from chronomem.errors import ConfigError
 from chronomem.stores.base import LexicalMatches
 from chronomem.stores.sql.backend import SQLBackend
@@ -27,6 +27,7 @@ __all__ = [
     "reindex",
     "reindex_if_stale",
     "remove_documents",
+    "warm",
 ]
 
 # BM25 with Lucene's parameters and its always-positive IDF, ln(1 + (N - df + 0.5) / (df + 0.5)).
@@ -35,6 +36,11 @@ _BM25_B = 0.75
 # BM25 sums in a dense array over the matched keys' range while it is at most this many times
 # the postings (see bm25).
 _DENSE = 8
+# warm: terms in at least this many documents (cheaper ones are fetched when asked), frequencies
+# from this many recent records, terms fetched this many per query
+_WARM_DF = 2_000
+_WARM_SAMPLE = 4_000
+_WARM_BATCH = 100
 
 
 def _insert(db: SQLBackend, documents: Iterable[tuple[str, int, str, Sequence[str]]]) -> None:
@@ -98,8 +104,46 @@ def lexical(
     return bm25(postings, df, n_docs, total_len)
 
 
+def warm(db: SQLBackend, space: str, cache: PostingsCache) -> int:
+    """Hold in ``cache`` the postings of the space's most frequent terms, those in at least
+    :data:`_WARM_DF` documents, up to half the cache: the terms questions most likely share, and
+    the dearest to fetch at a read (about 1 ms per 1,000 postings: a word in 30k of 100k
+    dialogue turns cost a question's first read 30 ms, under the handle's lock). Frequencies
+    are estimated from the space's :data:`_WARM_SAMPLE` most recent records. Returns how many
+    postings were fetched."""
+    with db.snapshot():
+        totals = db._query(
+            "SELECT docs, doc_len_sum, change_seq FROM spaces WHERE space = ?", (space,)
+        )
+        if not totals or not totals[0][0]:
+            return 0
+        n_docs, total_len, seq = (int(v) for v in totals[0])
+        if n_docs < _WARM_DF:
+            return 0
+        # (by pk alone, as the catch-up's: see PostingsCache._catch_up)
+        counted = db._query(
+            "SELECT term, COUNT(*) FROM postings WHERE pk IN"
+            " (SELECT pk FROM records WHERE space = ? ORDER BY pk DESC LIMIT ?)"
+            " GROUP BY term ORDER BY 2 DESC, term",
+            (space, _WARM_SAMPLE),
+        )
+        sampled = min(n_docs, _WARM_SAMPLE)
+        budget, chosen = cache.limit // 2, []
+        for term, count in counted:
+            estimate = int(count) * n_docs / sampled
+            if estimate < _WARM_DF or estimate > budget:
+                break
+            chosen.append(str(term))
+            budget -= int(estimate)
+        fetched = 0
+        for start in range(0, len(chosen), _WARM_BATCH):
+            part = chosen[start : start + _WARM_BATCH]
+            fetched += cache.warm(db, space, part, seq, (n_docs, total_len))
+        return fetched
+
+
 def bm25(
-    postings: Sequence[tuple[I64, I64, I64]], df: F64, n_docs: int, total_len: int
+    postings: Sequence[tuple[I64, I32, I32]], df: F64, n_docs: int, total_len: int
 ) -> LexicalMatches:
     """BM25 of the documents in ``postings`` — per query term, its postings' (pk, tf, dl), each
     pk at most once — given each term's document frequency in the space.

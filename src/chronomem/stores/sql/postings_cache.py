@@ -9,14 +9,19 @@ document frequency is their count), and kept in step with the store by the space
 - a deletion since the cached state (a tombstone) or more than ``_DELTA`` changed records drop the
   space's terms — they are fetched again as they are asked;
 - otherwise the changed records' postings (new records; touched ones already held) are merged
-  into the terms held. A record's postings never change while it exists: its text does not, and
-  re-indexing (``fulltext.reindex``) clears every cache of its store object.
+  into the terms held: appended in place when their keys come after every held one (new
+  records: a term's arrays have room to grow, so a write costs its own postings, not a copy of
+  every held term it shares — a common word's 30k at 100k records), inserted otherwise. A
+  record's postings never change while it exists: its text does not, and re-indexing
+  (``fulltext.reindex``) clears every cache of its store object.
 
 Writers of one space commit in ``change_seq`` order (``backend.bump``), so a read's snapshot
 sees every change up to the counter it reads. Inside a write transaction nothing is kept: the
 counter and rows it sees may still roll back (:meth:`PostingsCache.postings` with ``keep``).
-The cache holds at most ``limit`` postings (20 bytes each), least recently asked terms leaving
-first; a term with more than a quarter of that is fetched for its read and not kept.
+The cache holds at most ``limit`` postings (20 bytes each, and up to as much again of room to
+grow), least recently asked terms leaving first; a term with more than a quarter of that is
+fetched for its read and not kept. :meth:`PostingsCache.warm` holds given terms ahead of any
+read (``fulltext.warm``: a space's most frequent ones).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from chronomem.arrays import F64, I64
+from chronomem.arrays import F64, I32, I64
 from chronomem.stores.sql.backend import SQLBackend, marks
 
 __all__ = ["PostingsCache"]
@@ -38,37 +43,73 @@ _LIMIT = 1 << 22  # postings held per store object (~80 MB)
 _DELTA = 10_000  # changed records past which catching up costs more than fetching again
 
 
+_COLUMNS = ("pk", "agent", "tf", "dl")
+
+
 @dataclass(eq=False, slots=True)
 class _Term:
     """One term's postings in a space, in pk order: pk, agent (a code of ``_Space.agents``),
-    term frequency, document length."""
+    term frequency, document length — the first ``n`` rows of arrays with room to grow, so the
+    postings of new records (whose keys come after every held one) are appended in place."""
 
     pk: I64
-    agent: npt.NDArray[np.int32]
-    tf: I64
-    dl: I64
+    agent: I32
+    tf: I32
+    dl: I32
+    n: int = -1  # (-1: every row)
+
+    def __post_init__(self) -> None:
+        if self.n < 0:
+            self.n = int(self.pk.size)
 
     @property
     def size(self) -> int:
-        return max(int(self.pk.size), 1)  # an absent term is held too, and counts as one
+        return max(self.n, 1)  # an absent term is held too, and counts as one
+
+    def columns(self, rows: npt.NDArray[np.bool_] | None = None) -> tuple[I64, I32, I32]:
+        """The held (pk, tf, dl), of the rows ``rows`` selects when given."""
+        n = self.n
+        if rows is None:
+            return self.pk[:n], self.tf[:n], self.dl[:n]
+        return self.pk[:n][rows], self.tf[:n][rows], self.dl[:n][rows]
 
     def merge(self, other: _Term) -> _Term:
-        """These postings and ``other``'s records that are not among them, in pk order."""
-        at = np.searchsorted(self.pk, other.pk)
-        held = np.zeros(other.pk.size, dtype=np.bool_)
-        inside = at < self.pk.size
-        held[inside] = self.pk[at[inside]] == other.pk[inside]
+        """These postings and ``other``'s records that are not among them, in pk order: in
+        place when they all come after the last held one (new records), else a new term (a
+        backfill's, whose keys fall in between)."""
+        n, mine = self.n, self.pk[: self.n]
+        theirs = other.pk[: other.n]
+        at = np.searchsorted(mine, theirs)
+        held = np.zeros(theirs.size, dtype=np.bool_)
+        inside = at < n
+        held[inside] = mine[at[inside]] == theirs[inside]
         if held.all():
             return self
-        new, where = ~held, at[~held]
+        new = ~held
+        if (at[new] == n).all():
+            self._append(other, new)
+            return self
+        where = at[new]
 
-        def insert(mine: npt.NDArray[Any], theirs: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        def insert(column: str) -> npt.NDArray[Any]:
+            mine, theirs = getattr(self, column)[:n], getattr(other, column)[: other.n]
             return np.insert(mine, where, theirs[new])
 
-        return _Term(
-            insert(self.pk, other.pk), insert(self.agent, other.agent),
-            insert(self.tf, other.tf), insert(self.dl, other.dl),
-        )  # fmt: skip
+        return _Term(insert("pk"), insert("agent"), insert("tf"), insert("dl"))
+
+    def _append(self, other: _Term, rows: npt.NDArray[np.bool_]) -> None:
+        count = int(rows.sum())
+        end = self.n + count
+        if end > self.pk.size:  # room for twice as many: appends cost their own rows
+            capacity = max(end, 2 * self.pk.size, 16)
+            for c in _COLUMNS:
+                old = getattr(self, c)
+                grown = np.empty(capacity, dtype=old.dtype)
+                grown[: self.n] = old[: self.n]
+                setattr(self, c, grown)
+        for c in _COLUMNS:
+            getattr(self, c)[self.n : end] = getattr(other, c)[: other.n][rows]
+        self.n = end
 
 
 @dataclass(eq=False, slots=True)
@@ -103,34 +144,52 @@ class PostingsCache:
         docs: tuple[int, int],
         *,
         keep: bool = True,
-    ) -> tuple[list[tuple[I64, I64, I64]], F64]:
+    ) -> tuple[list[tuple[I64, I32, I32]], F64]:
         """The postings of ``terms`` (distinct) for ``agents`` — per term, in ``terms``' order,
         its (pk, tf, dl) columns in pk order — and each term's document frequency in the space,
         as of the snapshot whose ``change_seq`` is ``seq`` and whose totals are ``docs``
         (document count, length sum; call inside it). ``keep=False``: fetched, nothing kept."""
-        state = self._spaces.setdefault(space, _Space()) if keep else _Space()
-        if keep and state.seq != seq:
-            self._catch_up(db, space, state, docs)
-            state.seq, state.docs = seq, docs
+        state = self._current(db, space, seq, docs) if keep else _Space()
         held = {t: self._used(space, t) for t in terms if keep and (space, t) in self._terms}
         fetched = _fetch(db, space, [t for t in terms if t not in held], state.agents)
         held.update(fetched)
-        for term, postings in fetched.items():
-            if keep and postings.size * 4 <= self.limit:
-                self._hold(space, state, term, postings)
-        df = np.array([held[t].pk.size for t in terms], dtype=np.float64)
+        if keep:
+            self._keep(space, state, fetched)
+        df = np.array([held[t].n for t in terms], dtype=np.float64)
         codes = {state.agents[a] for a in agents if a in state.agents}
         wanted = np.fromiter(codes, np.int32, len(codes))
         every = len(codes) == len(state.agents)  # every agent with a posting is asked
         parts = []
         for term in terms:
             t = held[term]
-            if every:
-                parts.append((t.pk, t.tf, t.dl))
-            else:
-                rows = np.isin(t.agent, wanted)
-                parts.append((t.pk[rows], t.tf[rows], t.dl[rows]))
+            parts.append(t.columns(None if every else np.isin(t.agent[: t.n], wanted)))
         return parts, df
+
+    def warm(
+        self, db: SQLBackend, space: str, terms: Sequence[str], seq: int, docs: tuple[int, int]
+    ) -> int:
+        """Hold the postings of ``terms`` (those not held yet), as :meth:`postings` would, as of
+        the snapshot whose ``change_seq`` is ``seq`` and whose totals are ``docs`` (call inside
+        it, outside any write). Returns how many postings it fetched."""
+        state = self._current(db, space, seq, docs)
+        missing = [t for t in terms if (space, t) not in self._terms]
+        fetched = _fetch(db, space, missing, state.agents)
+        self._keep(space, state, fetched)
+        return sum(t.n for t in fetched.values())
+
+    def _current(self, db: SQLBackend, space: str, seq: int, docs: tuple[int, int]) -> _Space:
+        """The space's held state, caught up with the snapshot at ``seq``."""
+        state = self._spaces.setdefault(space, _Space())
+        if state.seq != seq:
+            self._catch_up(db, space, state, docs)
+            state.seq, state.docs = seq, docs
+        return state
+
+    def _keep(self, space: str, state: _Space, fetched: dict[str, _Term]) -> None:
+        """Hold what was fetched, but a term of more than a quarter of the cache."""
+        for term, postings in fetched.items():
+            if postings.size * 4 <= self.limit:
+                self._hold(space, state, term, postings)
 
     def _used(self, space: str, term: str) -> _Term:
         self._terms.move_to_end((space, term))
@@ -184,8 +243,9 @@ class PostingsCache:
         held = [row for row in rows if row[0] in state.terms]
         for term, postings in _grouped(held, state.agents).items():
             key = (space, term)
+            size = self._terms[key].size
             merged = self._terms[key].merge(postings)
-            self._size += merged.size - self._terms[key].size
+            self._size += merged.size - size
             self._terms[key] = merged
 
 
@@ -206,9 +266,9 @@ def _fetch(
         (*terms, space, *terms),
     )
     found = {terms[int(position)]: t for position, t in _grouped(rows, agents).items()}
-    empty = np.empty(0, np.int64)
+    empty = np.empty(0, np.int32)
     for term in terms:
-        found.setdefault(term, _Term(empty, np.empty(0, np.int32), empty, empty))
+        found.setdefault(term, _Term(np.empty(0, np.int64), empty, empty, empty))
     return found
 
 
@@ -221,7 +281,7 @@ def _grouped(rows: Sequence[Sequence[Any]], agents: dict[str, int]) -> dict[Any,
     """Rows of (key, agent, pks, tfs, dls) — one term's postings of one agent, their columns
     joined by the database (``_joined``) — as one :class:`_Term` per key, in pk order, agents
     coded into ``agents`` (codes added for agents not in it yet)."""
-    groups: dict[Any, list[tuple[I64, npt.NDArray[np.int32], I64, I64]]] = {}
+    groups: dict[Any, list[tuple[I64, I32, I64, I64]]] = {}
     for key, agent, pks, tfs, dls in rows:
         pk = _ints(pks)
         code = np.full(pk.size, agents.setdefault(agent, len(agents)), np.int32)
@@ -230,5 +290,7 @@ def _grouped(rows: Sequence[Sequence[Any]], agents: dict[str, int]) -> dict[Any,
     for key, parts in groups.items():
         pk, code, tf, dl = (np.concatenate([p[i] for p in parts]) for i in range(4))
         order = np.argsort(pk, kind="stable")
-        found[key] = _Term(pk[order], code[order], tf[order], dl[order])
+        found[key] = _Term(
+            pk[order], code[order], tf[order].astype(np.int32), dl[order].astype(np.int32)
+        )
     return found

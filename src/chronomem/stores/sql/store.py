@@ -395,6 +395,9 @@ class SQLStore(StoreMetadata, GraphStore, ServiceStore, FeedStore):
     def lexical(self, space: str, agents: Sequence[str], query: str) -> LexicalMatches:
         return fulltext.lexical(self, space, agents, query, self._postings)
 
+    def warm_lexical(self, space: str) -> int:
+        return fulltext.warm(self, space, self._postings)
+
     # -- lifecycle (sql/lifecycle.py, sql/audit.py) ------------------------------------------
     def close_records(self, space: str, closures: Sequence[Closure]) -> None:
         lifecycle.close_records(self, space, closures)
