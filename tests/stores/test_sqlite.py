@@ -160,12 +160,7 @@ def test_the_log_is_copied_in_the_background_not_by_a_commit(db_path: Path) -> N
     ``BACKSTOP_PAGES`` (SQLite's default of 1,000 pages made one commit in every few hundred
     copy the log, with the process's connection held: 10–140 ms at 100k records). Closing the
     last handle stops the thread and leaves no log behind."""
-    import threading
-
     from chronomem.stores.sqlite_connection import BACKSTOP_PAGES
-
-    def checkpointers() -> list[threading.Thread]:
-        return [t for t in threading.enumerate() if t.name == "chronomem-checkpoint"]
 
     with Memory.open(db_path, embedder=None, passages=False) as mem:
         texts = [f"note {i}: " + "a line of text about the harbour " * 8 for i in range(300)]
@@ -173,11 +168,38 @@ def test_the_log_is_copied_in_the_background_not_by_a_commit(db_path: Path) -> N
         mem.remember_many([{"text": t, "embedding": unit(1.0, i)} for i, t in enumerate(texts)])
         shared = store_of(mem)._shared
         assert shared.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == BACKSTOP_PAGES
-        assert len(checkpointers()) == 1
+        assert shared.checkpointer is not None
+        thread = shared.checkpointer._thread
+        assert thread.is_alive()
         deadline = time.monotonic() + 10
         while db_path.stat().st_size == before and time.monotonic() < deadline:
             time.sleep(0.05)
         assert db_path.stat().st_size > before  # the pages reached the file, no commit since
         assert [h.record.text for h in mem.peek("harbour note 7", k=300)].count(texts[7]) == 1
-    assert checkpointers() == []
+    assert not thread.is_alive()
     assert not Path(f"{db_path}-wal").exists()
+
+
+def test_a_checkpointer_closed_as_it_wakes_still_stops(db_path: Path) -> None:
+    """``close()`` arriving between the checkpointer's wake-up and its ``clear()`` of the
+    wake-up flag (the clear swallows close's signal) still stops the thread: a service's stop
+    waited forever on it once in CI."""
+    import threading
+
+    from chronomem.stores.sqlite_connection import Checkpointer
+
+    sqlite3.connect(db_path).close()
+    checkpointer = Checkpointer(f"file:{db_path}", "NORMAL")
+    due = checkpointer._due
+
+    class CloseBeforeClear(threading.Event):
+        def clear(self) -> None:  # what close() does, just before the thread's clear()
+            checkpointer._stop.set()
+            due.set()
+            super().clear()
+
+    checkpointer._due = CloseBeforeClear()
+    checkpointer._due.set()  # a commit wakes it (whichever flag its thread waits on by now)
+    due.set()
+    checkpointer._thread.join(timeout=10)
+    assert not checkpointer._thread.is_alive()

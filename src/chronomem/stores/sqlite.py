@@ -224,9 +224,11 @@ class SQLiteStore(SQLStore):
             except sqlite3.Error as exc:
                 raise StoreError(f"{self.path}: VACUUM failed: {exc}") from exc
             try:
-                # Wait for other processes' reads of the old pages to end, but not for long.
+                # Wait for other processes' reads of the old pages to end, but not for long
+                # (this process's background checkpoints wait for this one).
                 self._conn.execute(f"PRAGMA busy_timeout = {_CHECKPOINT_WAIT_MS}")
-                busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                with self._shared.checkpoints_paused():
+                    busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
             except sqlite3.Error as exc:
                 raise StoreError(f"{self.path}: checkpoint failed: {exc}") from exc
             finally:

@@ -32,6 +32,7 @@ import logging
 import os
 import sqlite3
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,6 +61,9 @@ class Checkpointer:
     def __init__(self, target: str, synchronous: str) -> None:
         self._target = target
         self._synchronous = synchronous
+        # held around each checkpoint, and by a purge's truncating checkpoint (:meth:`paused`),
+        # which fails rather than wait when another checkpoint is running
+        self._running = threading.Lock()
         self._due = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="chronomem-checkpoint", daemon=True)
@@ -68,6 +72,12 @@ class Checkpointer:
     def committed(self) -> None:
         """A write transaction committed: its pages are in the log."""
         self._due.set()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """No background checkpoint while the block runs (after the one under way)."""
+        with self._running:
+            yield
 
     def close(self) -> None:
         """Stop after the checkpoint under way (the connection's last user closes the file,
@@ -81,12 +91,15 @@ class Checkpointer:
         try:
             conn = sqlite3.connect(self._target, uri=True, isolation_level=None)
             conn.execute(f"PRAGMA synchronous={self._synchronous}")
-            while True:
+            # close() sets _stop before _due, so a clear() that swallows close()'s _due comes
+            # after _stop is set, and the loop's test sees it
+            while not self._stop.is_set():
                 self._due.wait()
                 if self._stop.wait(CHECKPOINT_DELAY_S):
                     return
                 self._due.clear()
-                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                with self._running:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
         except sqlite3.Error as exc:  # the commits' own checkpoints (the backstop) go on
             _log.warning("background checkpoints of %s stopped: %s", self._target, exc)
         finally:
@@ -109,13 +122,27 @@ class SharedConnection:
     target: str | None = None  # the URI it was opened with (None: in memory)
     checkpointer: Checkpointer | None = None  # started by the first commit
 
+    @contextlib.contextmanager
+    def checkpoints_paused(self) -> Iterator[None]:
+        """No background checkpoint of this file while the block runs (a purge's own)."""
+        if self.checkpointer is None:
+            yield
+        else:
+            with self.checkpointer.paused():
+                yield
+
     def committed(self) -> None:
         """A write transaction committed (under ``state.lock``): the log has pages to copy."""
         if self.target is None:
             return
         if self.checkpointer is None:
-            self.conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
-            self.checkpointer = Checkpointer(self.target, self.synchronous)
+            try:
+                self.checkpointer = Checkpointer(self.target, self.synchronous)
+                self.conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
+            except (RuntimeError, sqlite3.Error) as exc:  # no thread: SQLite's own checkpoints
+                _log.warning("no background checkpoints of %s: %s", self.target, exc)
+                self.target = None
+                return
         self.checkpointer.committed()
 
     def strengthen(self, synchronous: str, busy_timeout_ms: int) -> None:

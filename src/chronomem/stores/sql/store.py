@@ -260,8 +260,6 @@ class SQLStore(StoreMetadata, GraphStore, ServiceStore, FeedStore):
             else:
                 try:
                     self._execute("COMMIT")
-                    if what == "write":
-                        self._committed()
                 except Exception as exc:
                     self.aborted_writes += what == "write"
                     if self._is_db_error(exc) and self._is_disconnect(exc):
@@ -274,6 +272,8 @@ class SQLStore(StoreMetadata, GraphStore, ServiceStore, FeedStore):
                     if self._is_db_error(exc):
                         raise self._translate(exc, what) from exc
                     raise
+                if what == "write":
+                    self._committed()
             finally:
                 self._state.in_transaction = self._state.writing = False
 
