@@ -202,6 +202,8 @@ class Spaces:
             raise
         try:
             memory.preload()
+        except Exception as exc:  # an optimisation: the first read and write load it instead
+            _log.warning("could not preload space %r: %s", space, exc)
         except BaseException:
             memory.close()
             raise
