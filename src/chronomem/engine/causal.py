@@ -1,12 +1,12 @@
 """The causal graph's verbs and context blocks of the facade (DESIGN §4): events, links,
-inferred links and prompt-ready context blocks. :class:`~chronomem.Memory` takes them from
-:class:`CausalVerbs`; the graph's reads (``ancestors``, ``links``, ``events``) are
-:class:`~chronomem.engine.view.MemoryView`'s. Each verb checks its arguments, takes the handle's
-lock, reads the clock once and calls ``engine/graph.py``."""
+inferred links, the graph's reads (``ancestors``, ``descendants``, ``links``, ``events``) and
+prompt-ready context blocks. :class:`~chronomem.Memory` takes them from :class:`CausalVerbs`.
+Each verb checks its arguments, takes the handle's lock, reads the clock once and calls
+``engine/graph.py`` (``engine/browse.py`` for ``events``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,10 +22,10 @@ from chronomem.checks import (
 )
 from chronomem.config import ScoringConfig
 from chronomem.context.block import ContextBlock, TokenCounter, approximate_tokens
-from chronomem.engine import graph, read
+from chronomem.engine import browse, graph, read
 from chronomem.engine.view import MemoryView, Vector
 from chronomem.errors import InvalidInputError
-from chronomem.model.event import Event, EventKind, Link, Provenance
+from chronomem.model.event import Ancestor, Event, EventKind, Link, Provenance
 from chronomem.model.filter import FilterSpec
 from chronomem.retrieval.options import ReadOptions
 
@@ -33,7 +33,58 @@ __all__ = ["CausalVerbs"]
 
 
 class CausalVerbs(MemoryView):
-    """The causal graph's writes and context blocks (see the module docstring)."""
+    """The causal graph's verbs and context blocks (see the module docstring)."""
+
+    def get_event(self, event_id: str) -> Event:
+        """The event with this id. Raises :class:`NotFoundError`."""
+        with self._call() as h:
+            return h.event(event_id)
+
+    def links(self) -> list[Link]:
+        """Every link of the space."""
+        with self._call() as h:
+            return h.store.links(h.space)
+
+    def ancestors(
+        self, event_id: str, max_depth: int = 4, *, as_of: datetime | None = None
+    ) -> list[Ancestor]:
+        """Every event upstream of ``event_id`` within ``max_depth`` links, nearest first, each
+        with its depth (fewest links), path strength (best product of weights within the bound)
+        and that path (ancestor first). Cycles terminate; an event is never its own ancestor."""
+        return self._reach(event_id, max_depth, as_of, upstream=True)
+
+    def descendants(
+        self, event_id: str, max_depth: int = 4, *, as_of: datetime | None = None
+    ) -> list[Ancestor]:
+        """Every event downstream of ``event_id`` within ``max_depth`` links (paths start at
+        ``event_id``)."""
+        return self._reach(event_id, max_depth, as_of, upstream=False)
+
+    def _reach(
+        self, event_id: str, max_depth: int, as_of: datetime | None, *, upstream: bool
+    ) -> list[Ancestor]:
+        positive_int(max_depth, "max_depth")
+        at = optional_instant(as_of, "as_of")
+        with self._call() as h:
+            return graph.reach(h, event_id, max_depth, as_of=at or h.now(), upstream=upstream)
+
+    def events(
+        self, *, kinds: Iterable[EventKind | str] | None = None, scope: str | None = None,
+        since: datetime | None = None, until: datetime | None = None,
+        as_of: datetime | None = None, limit: int = 100, offset: int = 0,
+    ) -> list[Event]:  # fmt: skip
+        """Browse the causal graph's events: those recorded by ``as_of`` (default now) of these
+        kinds and ``scope``, that occurred in ``[since, until)``, in order of ``occurred_at``
+        (then id), ``limit`` from ``offset``. Read-only."""
+        chosen = None if kinds is None else {to_enum(EventKind, k, "kinds") for k in kinds}
+        window = (optional_instant(since, "since"), optional_instant(until, "until"))
+        at = optional_instant(as_of, "as_of")
+        limit, offset = positive_int(limit, "limit"), positive_int(offset, "offset", minimum=0)
+        with self._call() as h:
+            return browse.events(
+                h, kinds=chosen, scope=optional_text(scope, "scope"), since=window[0],
+                until=window[1], as_of=at or h.now(), limit=limit, offset=offset,
+            )  # fmt: skip
 
     def add_event(
         self,

@@ -51,7 +51,7 @@ from chronomem.model.reflection import ReflectionResult
 from chronomem.model.review import Proposal
 from chronomem.model.transfer import ImportReport
 from chronomem.retrieval.options import RankBy, ReadOptions
-from chronomem.stores.base import ReembedState
+from chronomem.stores.reembedding import ReembedState
 from chronomem.telemetry.tracing import traced
 from chronomem.transfer.generative_agents import GAImportReport
 from chronomem.writing.calibration import Calibration, calibrate, calibration_key
@@ -65,11 +65,11 @@ class Memory(WriteVerbs, CausalVerbs, FilterVerbs):
 
     Open with :meth:`open`; use as a context manager or call :meth:`close`. Each public call holds
     an internal lock, so a handle may be shared between threads; several processes may open the
-    same store. The read-only verbs (``peek``, ``get``, ``history``, ``audit``, ``ancestors``,
-    ``export``, ...) come from :class:`~chronomem.engine.view.MemoryView`, the writes
-    (``remember``, ``remember_many``, ``remember_messages``, the vector backfills) from
-    :class:`~chronomem.engine.writes.WriteVerbs`, the causal graph's
-    writes and context blocks from :class:`~chronomem.engine.causal.CausalVerbs`, the changes by
+    same store. The read-only verbs (``peek``, ``get``, ``history``, ``audit``, ``export``, ...)
+    come from :class:`~chronomem.engine.view.MemoryView`, the writes (``remember``,
+    ``remember_many``, ``remember_messages``, the vector backfills) from
+    :class:`~chronomem.engine.writes.WriteVerbs`, the causal graph's reads, writes and context
+    blocks from :class:`~chronomem.engine.causal.CausalVerbs`, the changes by
     filter (``close_where``, ``verify_where``, ``forget_where``) from
     :class:`~chronomem.engine.where.FilterVerbs`.
     """

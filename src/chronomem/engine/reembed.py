@@ -11,7 +11,8 @@ from chronomem.embedders.base import Embedder
 from chronomem.engine.handle import Handle, default_importance, stored_calibration
 from chronomem.engine.write import embed_texts
 from chronomem.errors import ConfigError, InvalidInputError
-from chronomem.stores.base import EmbeddingMeta, Pending, PendingVector
+from chronomem.stores.base import EmbeddingMeta
+from chronomem.stores.reembedding import Pending, PendingVector
 from chronomem.text import spoken
 
 __all__ = ["ReembedReport", "cancel", "reembed"]

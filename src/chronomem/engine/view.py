@@ -1,7 +1,8 @@
 """The read-only half of the facade: :class:`MemoryView` opens and closes a handle and holds
 every verb that never changes the store — read-only recall (``peek``), lookups by id, history, the
-audit log, the causal graph's reads, export. :class:`~chronomem.Memory` adds the verbs that write
-(including the touching ``recall``).
+audit log, export — but the causal graph's reads, which are with its writes
+(``engine/causal.py``). :class:`~chronomem.Memory` adds the verbs that write (including the
+touching ``recall``).
 
 Each verb checks its arguments, takes the handle's lock, reads the clock once and makes one call
 into the module that does the work (``engine/read.py``, ``graph.py``, ``lifecycle.py``,
@@ -35,14 +36,13 @@ from chronomem.checks import (
 from chronomem.clock import Clock
 from chronomem.config import ReflectionConfig, ReviewConfig, ScoringConfig, WriteGate
 from chronomem.embedders.base import Embedder
-from chronomem.engine import browse, core, graph, lifecycle, read, review, transfer
+from chronomem.engine import browse, core, lifecycle, read, review, transfer
 from chronomem.engine.handle import Handle, open_handle
 from chronomem.errors import ConfigError, EmbedderMismatchError, InvalidInputError, StoreError
 from chronomem.llm.base import LLMClient
 from chronomem.model.audit import AuditEntry
 from chronomem.model.change import MAX_CHANGES, Change
 from chronomem.model.core import CoreBlock
-from chronomem.model.event import Ancestor, Event, EventKind, Link
 from chronomem.model.filter import FilterSpec
 from chronomem.model.record import Dependant, Hit, Kind, Record, Status
 from chronomem.model.review import Access, Proposal, ProposalStatus
@@ -61,7 +61,7 @@ _log = logging.getLogger("chronomem")
 
 class MemoryView:
     """A handle on one store and one space through which nothing changes: reads that do not
-    touch, lookups, history, audit, the graph's reads and export. :class:`~chronomem.Memory` is
+    touch, lookups, history, audit and export. :class:`~chronomem.Memory` is
     a view that also writes; open either with :meth:`open`.
     """
 
@@ -341,39 +341,6 @@ class MemoryView:
         with self._call() as h:
             return h.store.audit(h.space, record_id)
 
-    def get_event(self, event_id: str) -> Event:
-        """The event with this id. Raises :class:`NotFoundError`."""
-        with self._call() as h:
-            return h.event(event_id)
-
-    def links(self) -> list[Link]:
-        """Every link of the space."""
-        with self._call() as h:
-            return h.store.links(h.space)
-
-    def ancestors(
-        self, event_id: str, max_depth: int = 4, *, as_of: datetime | None = None
-    ) -> list[Ancestor]:
-        """Every event upstream of ``event_id`` within ``max_depth`` links, nearest first, each
-        with its depth (fewest links), path strength (best product of weights within the bound)
-        and that path (ancestor first). Cycles terminate; an event is never its own ancestor."""
-        return self._reach(event_id, max_depth, as_of, upstream=True)
-
-    def descendants(
-        self, event_id: str, max_depth: int = 4, *, as_of: datetime | None = None
-    ) -> list[Ancestor]:
-        """Every event downstream of ``event_id`` within ``max_depth`` links (paths start at
-        ``event_id``)."""
-        return self._reach(event_id, max_depth, as_of, upstream=False)
-
-    def _reach(
-        self, event_id: str, max_depth: int, as_of: datetime | None, *, upstream: bool
-    ) -> list[Ancestor]:
-        positive_int(max_depth, "max_depth")
-        at = optional_instant(as_of, "as_of")
-        with self._call() as h:
-            return graph.reach(h, event_id, max_depth, as_of=at or h.now(), upstream=upstream)
-
     def accumulated_importance(self, agent: str) -> float:
         """The importance of the agent's records (reflections excepted) since it last reflected;
         stored, so a restart keeps it."""
@@ -428,24 +395,6 @@ class MemoryView:
                 offset=offset, status=state, where=options.parsed_filter,
             )  # fmt: skip
             return read.refreshed(h, found) if refresh else found
-
-    def events(
-        self, *, kinds: Iterable[EventKind | str] | None = None, scope: str | None = None,
-        since: datetime | None = None, until: datetime | None = None,
-        as_of: datetime | None = None, limit: int = 100, offset: int = 0,
-    ) -> list[Event]:  # fmt: skip
-        """Browse the causal graph's events: those recorded by ``as_of`` (default now) of these
-        kinds and ``scope``, that occurred in ``[since, until)``, in order of ``occurred_at``
-        (then id), ``limit`` from ``offset``. Read-only."""
-        chosen = None if kinds is None else {to_enum(EventKind, k, "kinds") for k in kinds}
-        window = (optional_instant(since, "since"), optional_instant(until, "until"))
-        at = optional_instant(as_of, "as_of")
-        limit, offset = positive_int(limit, "limit"), positive_int(offset, "offset", minimum=0)
-        with self._call() as h:
-            return browse.events(
-                h, kinds=chosen, scope=optional_text(scope, "scope"), since=window[0],
-                until=window[1], as_of=at or h.now(), limit=limit, offset=offset,
-            )  # fmt: skip
 
     # -- core memory blocks (DESIGN §3) -------------------------------------------------------
     def core_blocks(self, agent: str, *, as_of: datetime | None = None) -> list[CoreBlock]:

@@ -24,6 +24,7 @@ from chronomem.model.event import Event, Link
 from chronomem.model.keys import ApiKey
 from chronomem.model.record import Record
 from chronomem.model.review import Access, Proposal, ProposalStatus
+from chronomem.stores.reembedding import Pending, PendingVector, ReembedState
 
 __all__ = [
     "NEVER",
@@ -31,10 +32,7 @@ __all__ = [
     "EmbeddingMeta",
     "LexicalMatches",
     "MemoryStore",
-    "Pending",
-    "PendingVector",
     "RecordColumns",
-    "ReembedState",
     "StoredRecord",
     "Touch",
 ]
@@ -120,40 +118,6 @@ class RecordColumns:
 
     def __len__(self) -> int:
         return len(self.ids)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Pending:
-    """A record (``kind`` ``"r"``) or event (``"e"``) a model switch has still to embed: its
-    store key, text and speaker, and whether the record had passage vectors."""
-
-    kind: str
-    pk: int
-    text: str
-    speaker: str | None
-    passages: bool
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PendingVector:
-    """The new model's vector (and passages) of one :class:`Pending`."""
-
-    kind: str
-    pk: int
-    embedding: F32
-    passages: F32 | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReembedState:
-    """A model switch in progress: its target, when it started, and how many of the store's
-    records and events (``total``) already have the target's vector (``done``)."""
-
-    model: str
-    dim: int
-    started: str
-    done: int
-    total: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from chronomem.errors import ConflictError
-from chronomem.stores.base import EmbeddingMeta, Pending, PendingVector, ReembedState
+from chronomem.stores.base import EmbeddingMeta
+from chronomem.stores.reembedding import Pending, PendingVector, ReembedState
 from chronomem.stores.sql import reembed
 from chronomem.stores.sql.backend import SQLBackend, bump, put_meta
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from chronomem.errors import ConflictError
-from chronomem.stores.base import Pending, PendingVector, ReembedState
+from chronomem.stores.reembedding import Pending, PendingVector, ReembedState
 from chronomem.stores.sql.backend import SQLBackend, bump, put_meta, vector_blob
 
 __all__ = ["cancel", "cut_over", "pending", "put", "start", "state", "todo"]
