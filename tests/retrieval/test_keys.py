@@ -46,8 +46,8 @@ def test_rows_of_is_a_binary_search_through_appends_and_removals(
                 if kind == "append":
                     for i in range(count):
                         ids.append(mem.remember(f"note {len(ids)} {i}", agent="a").id or "")
-                        if gaps:  # four of another agent's between two of this one's
-                            mem.remember_many([f"other {i}.{j}" for j in range(4)], agent="b")
+                        if gaps:  # eight of another agent's between two of this one's
+                            mem.remember_many([f"other {i}.{j}" for j in range(8)], agent="b")
                 else:
                     for rid in ids[: min(count, len(ids) - 1)]:
                         mem.forget(rid, "gone")
