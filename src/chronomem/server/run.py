@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,12 @@ from chronomem.llm.base import LLMClient
 from chronomem.server.auth import is_loopback
 from chronomem.server.observe import ACCESS_LOG
 
-__all__ = ["ServeSettings", "serve"]
+__all__ = ["ServeSettings", "one_blas_thread", "serve"]
+
+_log = logging.getLogger(__name__)
+
+# The variables that set numpy's BLAS thread count: where one is set, the operator chose.
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +53,7 @@ def serve(settings: ServeSettings) -> int:
         raise ConfigError(
             f"chronomem serve needs the serve extra: pip install 'chronomem[serve]' ({exc})"
         ) from exc
+    one_blas_thread(os.environ)
     embedder = (
         None
         if settings.embedder is None
@@ -89,6 +96,24 @@ def serve(settings: ServeSettings) -> int:
     finally:
         spaces.close()
     return 0 if server.started else 3  # as uvicorn.run: "could not start" (it said why)
+
+
+def one_blas_thread(environ: Mapping[str, str]) -> bool:
+    """Run numpy's BLAS on one thread in this process, unless ``environ`` sets its thread count
+    (:data:`BLAS_THREAD_VARIABLES`); returns whether it did. The service scores many requests at
+    once, each on a thread of its own: a product large enough for OpenBLAS to split over every
+    core (a space's passages, a float32 scan) left its threads spinning on both cores after it,
+    and the next read's int8 scan and the model runs ran beside them at half speed
+    (docs/http.md, "Threads"). Needs ``threadpoolctl`` (the serve extra)."""
+    if any(environ.get(name) for name in BLAS_THREAD_VARIABLES):
+        return False
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        _log.warning("threadpoolctl is not installed: numpy's BLAS keeps a thread per core")
+        return False
+    threadpool_limits(limits=1, user_api="blas")
+    return True
 
 
 def _logging(settings: ServeSettings) -> dict[str, Any]:
