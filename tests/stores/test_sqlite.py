@@ -183,7 +183,7 @@ def test_the_log_is_copied_in_the_background_not_by_a_commit(db_path: Path) -> N
 def test_a_checkpointer_closed_as_it_wakes_still_stops(db_path: Path) -> None:
     """``close()`` arriving between the checkpointer's wake-up and its ``clear()`` of the
     wake-up flag (the clear swallows close's signal) still stops the thread: a service's stop
-    waited forever on it once in CI."""
+    waited forever on it once, in a local run of the suite."""
     import threading
 
     from chronomem.stores.sqlite_connection import Checkpointer

@@ -101,10 +101,9 @@ def serve(settings: ServeSettings) -> int:
 def one_blas_thread(environ: Mapping[str, str]) -> bool:
     """Run numpy's BLAS on one thread in this process, unless ``environ`` sets its thread count
     (:data:`BLAS_THREAD_VARIABLES`); returns whether it did. The service scores many requests at
-    once, each on a thread of its own: a product large enough for OpenBLAS to split over every
-    core (a space's passages, a float32 scan) left its threads spinning on both cores after it,
-    and the next read's int8 scan and the model runs ran beside them at half speed
-    (docs/http.md, "Threads"). Needs ``threadpoolctl`` (the serve extra)."""
+    once, each on a thread of its own. With OpenBLAS splitting a space's passage product over
+    every core, a read's int8 scan took about twice as long, and the read 1.5× (docs/http.md,
+    "Threads"). Needs ``threadpoolctl`` (the serve extra)."""
     if any(environ.get(name) for name in BLAS_THREAD_VARIABLES):
         return False
     try:
