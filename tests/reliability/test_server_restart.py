@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from ..postgres_server import Cluster
+from ..waiting import within
 from .conftest import Plan
 from .harness import Acknowledged, lost_writes, reopen, start_worker, violations
 
@@ -38,11 +39,8 @@ def _restart_trial(cluster: Cluster, seed: int) -> tuple[Acknowledged, str]:
         down_at = len(lines)
         time.sleep(rng.uniform(0.0, 2.0))
         cluster.start()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:  # the same handle works again
-            if sum(line.startswith("ACK") for line in lines[down_at:]) >= 20:
-                break
-            time.sleep(0.1)
+        # the same handle works again
+        within(20, lambda: sum(line.startswith("ACK") for line in lines[down_at:]) >= 20)
         worker.terminate()
         out, err = worker.communicate(timeout=60)
         reader.join(timeout=10)

@@ -6,7 +6,6 @@ every read in it, backwards stamps keep the reads' order, and closing writes wha
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -22,6 +21,7 @@ from chronomem.errors import StoreError
 from chronomem.stores.base import Touch
 
 from ..conftest import T0, store_of, unit
+from ..waiting import within
 
 WAIT = 30  # seconds: a bound on every wait here, far above what the work takes
 
@@ -68,13 +68,6 @@ def _accessed(path: Path, ids: Sequence[str]) -> dict[str, Any]:
         return {r.id: r.last_accessed_at for r in other.get_many(ids)}
 
 
-def _until(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        assert time.monotonic() < deadline, "not reached in time"
-        time.sleep(0.01)
-
-
 def _recall(mem: Memory, x: float) -> Callable[[], list[str]]:
     return lambda: [
         h.record.id for h in mem.recall("q", agent="keeper", k=1, query_embedding=unit(1, x, 0))
@@ -93,7 +86,7 @@ def test_a_read_scores_while_another_reads_touch_commits(
         assert [h.record.id for h in seen.result(WAIT)] == [ids[5]]
         # Touching reads score meanwhile too, and wait for their touches.
         later = [pool.submit(_recall(mem, x)) for x in (0.2, 0.3, 0.4)]
-        _until(lambda: len(mem._h.touches._queued) == 3)  # all three scored and queued
+        assert within(WAIT, lambda: len(mem._h.touches._queued) == 3)  # all three scored and queued
         assert not first.done()
         assert not any(f.done() for f in later)  # none returned before its touch is durable
         held.release.set()
@@ -122,7 +115,7 @@ def test_a_failed_group_fails_every_read_in_it_and_touches_nothing(
         first = pool.submit(_recall(mem, 0.0))
         assert held.entered.wait(WAIT)
         second = pool.submit(_recall(mem, 0.5))
-        _until(lambda: len(mem._h.touches._queued) == 1)
+        assert within(WAIT, lambda: len(mem._h.touches._queued) == 1)
         held.release.set()
         for future in (first, second):
             with pytest.raises(StoreError, match="the disk is full"):

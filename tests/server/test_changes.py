@@ -16,6 +16,7 @@ from chronomem.client import Client
 from chronomem.server.keys import create_key, revoke_key
 
 from ..conftest import T0, FixedEmbedder, unit
+from ..waiting import within
 from .service import running
 
 V = unit(1, 0, 0, 0)
@@ -300,9 +301,7 @@ def test_a_revoked_key_s_stream_ends(tmp_path: Path) -> None:
         reader = threading.Thread(target=follow, daemon=True)
         reader.start()
         httpx.post(f"{base}/records", json={"text": "seen"}, headers=bearer).raise_for_status()
-        deadline = time.monotonic() + 10
-        while not any('"seen"' in line for line in lines) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        within(10, lambda: any('"seen"' in line for line in lines))
         revoke_key(sp.admin, key.id, now=clock.now())
         with Memory.open(tmp_path / "s.db", space="town", embedder=None) as other:
             other.remember("after the revocation", embedding=unit(1, 0, 0, 0))

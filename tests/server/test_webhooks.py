@@ -25,6 +25,7 @@ from chronomem.stores import open_store
 from chronomem.webhooks import EVENT_ID_HEADER, SIGNATURE_HEADER, sign, verify
 
 from ..conftest import T0, unit
+from ..waiting import within
 from .service import serving_process
 
 V = [1.0, 0.0, 0.0, 0.0]
@@ -293,9 +294,7 @@ def test_webhook_subscriptions_over_http(tmp_path: Path) -> None:
         ahead = httpx.post(f"{base}/webhooks", json={"url": hook_receiver.url, "after": 5})
         assert (ahead.status_code, ahead.json()["field"]) == (422, "after")
         httpx.post(f"{base}/records", json={"text": "hello", "embedding": V}).raise_for_status()
-        deadline = time.monotonic() + 20
-        while not hook_receiver.answered() and time.monotonic() < deadline:
-            time.sleep(0.05)  # the service's delivery loop polls every 0.5 s
+        within(20, hook_receiver.answered)  # the service's delivery loop polls every 0.5 s
         [event] = hook_receiver.answered()
         assert event["text"] == "hello"
         assert httpx.get(f"{base}/webhooks/{hook['id']}/failures").json() == []
@@ -319,9 +318,7 @@ def test_a_receiver_sees_every_change_across_a_service_restart(tmp_path: Path) -
             secret = made.json()["secret"]
             items = [{"text": f"before restart {i}", "embedding": V} for i in range(40)]
             httpx.post(f"{base}/records/batch", json={"items": items}).raise_for_status()
-            deadline = time.monotonic() + 20
-            while len(hook_receiver.answered()) < 5 and time.monotonic() < deadline:
-                time.sleep(0.02)
+            within(20, lambda: len(hook_receiver.answered()) >= 5)
         assert len(hook_receiver.answered()) < 40, "the stop came after every delivery"
         with serving_process(db, "--no-embedder", *lease) as url:
             base = f"{url}/v1/spaces/town"

@@ -18,6 +18,7 @@ from chronomem import Memory, SimClock, SQLiteStore, StoreError
 from chronomem.stores.sqlite_schema import MIGRATIONS
 
 from ..conftest import store_of, unit
+from ..waiting import within
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -171,9 +172,7 @@ def test_the_log_is_copied_in_the_background_not_by_a_commit(db_path: Path) -> N
         assert shared.checkpointer is not None
         thread = shared.checkpointer._thread
         assert thread.is_alive()
-        deadline = time.monotonic() + 10
-        while db_path.stat().st_size == before and time.monotonic() < deadline:
-            time.sleep(0.05)
+        within(10, lambda: db_path.stat().st_size != before)
         assert db_path.stat().st_size > before  # the pages reached the file, no commit since
         assert [h.record.text for h in mem.peek("harbour note 7", k=300)].count(texts[7]) == 1
     assert not thread.is_alive()
