@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import itertools
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from chronomem.text import (
+    NameFinder,
     asks_when_something_happened,
     passage_spans,
     passages,
@@ -21,6 +25,32 @@ def test_a_transcript_line_names_its_speaker() -> None:
     assert speaker("Dr. Smith: take two") == "dr. smith"
     for none in ("see http://example.com: now", "10:30 stand-up", "no colon here", ": empty"):
         assert speaker(none) is None
+
+
+# Short names over a small alphabet, so names share their first characters and occur inside
+# one another and inside the texts (one-character names, an empty one, CJK and accented ones).
+_letters = st.sampled_from(list("abé李美 "))
+
+
+@given(
+    names=st.lists(st.text(_letters, max_size=4), max_size=30, unique=True),
+    text=st.text(_letters, max_size=40),
+)
+def test_a_name_finder_finds_what_testing_every_name_finds(names: list[str], text: str) -> None:
+    finder = NameFinder(dict.fromkeys(names, 0))
+    assert finder.names == tuple(sorted(names))
+    assert finder.within(text) == sorted(n for n in names if n in text)
+
+
+def test_a_name_finder_is_current_until_a_name_is_added_or_the_names_are_replaced() -> None:
+    names = {"melanie": 0, "caroline": 1}
+    finder = NameFinder(names)
+    assert finder.within("what did melanie and carol say?") == ["melanie"]
+    assert finder.current(names)
+    names["carol"] = 2
+    assert not finder.current(names)
+    assert not finder.current(dict(names))  # an equal dict that is not the one read
+    assert NameFinder(names).within("what did melanie and carol say?") == ["carol", "melanie"]
 
 
 def test_passages_split_sentences_and_keep_the_speaker() -> None:

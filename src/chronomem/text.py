@@ -7,6 +7,7 @@ import hashlib
 import re
 
 __all__ = [
+    "NameFinder",
     "dedup_key",
     "event_key",
     "normalise_text",
@@ -83,6 +84,35 @@ def speaker(text: str) -> str | None:
     own ``speaker`` comes first (:func:`spoken`)."""
     match = _SPEAKER.match(text) or _PROSE.match(text)
     return None if match is None else match.group(1).casefold()
+
+
+class NameFinder:
+    """Which of many names (speakers' names, case-folded) occur in a text as substrings, without
+    testing every name: a name occurs only where its first two characters do, so only the names
+    starting with a pair of characters the text holds are tested. For a space's thousands of
+    speakers, asked about on every read."""
+
+    __slots__ = ("_starting", "names", "source")
+
+    def __init__(self, names: dict[str, int]) -> None:
+        #: what the names were read from (a dict that only ever grows: a finder of as many
+        #: names as it holds is still current)
+        self.source = names
+        #: the names, sorted
+        self.names: tuple[str, ...] = tuple(sorted(names))
+        self._starting: dict[str, list[str]] = {}
+        for name in self.names:
+            self._starting.setdefault(name[:2], []).append(name)
+
+    def current(self, names: dict[str, int]) -> bool:
+        """Whether this finder still answers for ``names``."""
+        return names is self.source and len(names) == len(self.names)
+
+    def within(self, text: str) -> list[str]:
+        """The names that occur in ``text`` (which is case-folded like them), sorted."""
+        pairs = {""} | {text[i : i + 2] for i in range(len(text))} | set(text)
+        starting = self._starting
+        return sorted(n for p in pairs if p in starting for n in starting[p] if n in text)
 
 
 def spoken(text: str, who: str | None) -> str:

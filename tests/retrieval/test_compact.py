@@ -326,11 +326,90 @@ def test_reads_of_records_with_passages_return_the_float32_scans_hits(
         arrays = fast._h.index._agents["a"]
         assert arrays.codes is not None  # the int8 scan ran
         assert arrays.pn > 0
+        if PRESETS[preset].passages:  # and the passages' int8 copy
+            assert arrays.pcodes is not None
+            assert arrays.pcoded == arrays.pn
         records_only = reads(exact, replace(PRESETS[preset], passages=False))
         if PRESETS[preset].passages:  # the passages decided some hits
             assert records_only != got
         else:  # a preset that reads records only
             assert records_only == reads(exact)
+
+
+def test_the_passages_int8_copy_keeps_step_with_appends_and_deletions(tmp_path: Path) -> None:
+    """A live handle's int8 copy of the passages, made by a read, takes the passages written
+    after it and loses those of deleted records: it stays the copy a fresh handle would make,
+    and the reads stay the float32 scan's."""
+    path = tmp_path / "memory.db"
+    clock = SimClock(T0)
+    rng = np.random.default_rng(11)
+    centres = rng.normal(size=(4, DIM))
+
+    def items(start: int, count: int) -> list[dict[str, object]]:
+        return [
+            {"text": f"turn {i}: the ferry left late", "embedding": rng.normal(size=DIM),
+             "passage_embeddings": [centres[i % 4] + rng.normal(size=DIM) * 0.4
+                                    for _ in range(1 + i % 2)]}
+            for i in range(start, start + count)
+        ]  # fmt: skip
+
+    def reads(mem: Memory) -> list[list[tuple[str, float]]]:
+        return [
+            [(h.record.id, h.score) for h in mem.peek(
+                "when did the ferry leave?", agent="a", k=10,
+                query_embedding=centres[i % 4] + np.random.default_rng(i).normal(size=DIM) * 0.3,
+            )]
+            for i in range(8)
+        ]  # fmt: skip
+
+    kw = {"embedder": None, "clock": clock, "index_snapshot": 0, "passages": False}
+    with Memory.open(path, compact_vectors=0, **kw) as live:  # type: ignore[arg-type]
+        ids = [r.id for r in live.remember_many(items(0, 600), agent="a")]
+        clock.advance(hours=1)
+        reads(live)
+        arrays = live._h.index._agents["a"]
+        assert arrays.pcodes is not None
+        assert arrays.pcoded == arrays.pn
+        live.remember_many(items(600, 300), agent="a")  # appended after the copy was made
+        for record_id in ids[:200:3]:  # deleted: their passages leave the middle of the copy
+            live.forget(record_id, "noise")
+        clock.advance(hours=1)
+        got = reads(live)
+        arrays = live._h.index._agents["a"]
+        assert arrays.pcodes is not None
+        assert arrays.pcoded == arrays.pn
+        fresh = compact.Codes.of(arrays.pemb, arrays.pn)  # type: ignore[arg-type]
+        np.testing.assert_array_equal(arrays.pcodes.codes[: arrays.pn], fresh.codes[: arrays.pn])
+        np.testing.assert_array_equal(arrays.pcodes.err[: arrays.pn], fresh.err[: arrays.pn])
+        with Memory.open(path, compact_vectors=None, **kw) as exact:  # type: ignore[arg-type]
+            _same(got, reads(exact))
+
+
+@given(st.integers(0, 2**32 - 1))
+@settings(max_examples=30, deadline=None)
+def test_a_rows_best_passage_is_the_one_the_full_product_finds(seed: int) -> None:
+    """``passage_cosines`` over some rows (any order, repeated, some without passages) gives
+    what raising every row to its best passage over the whole passage matrix gives: the exact
+    cosines of an int8 read's rows with passages."""
+    from chronomem.retrieval.index import AgentArrays
+
+    rng = np.random.default_rng(seed)
+    a = AgentArrays("a", DIM, capacity=64)
+    n = int(rng.integers(1, 40))
+    a.n = n
+    held = sorted(rng.choice(n, size=int(rng.integers(0, n + 1)), replace=False))
+    a._add_passages(
+        [(int(o), rng.normal(size=(int(rng.integers(1, 4)), DIM)).astype(np.float32)) for o in held]
+    )
+    query = rng.normal(size=DIM).astype(np.float32)
+    full = np.full(n, -np.inf)
+    a.raise_to_passages(full, query)
+    rows = rng.integers(0, n, size=int(rng.integers(0, 2 * n + 1)))
+    got = a.passage_cosines(rows, query)
+    # the same rows without passages; the others' float32 products, which BLAS rounds by the
+    # product's shape (an ulp apart at most: columns.Columns.products)
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(full[rows]))
+    np.testing.assert_allclose(got, full[rows], rtol=0, atol=1e-6)
 
 
 def test_a_session_spread_read_ranks_exact_scores_beyond_the_top_k(tmp_path: Path) -> None:

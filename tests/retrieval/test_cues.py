@@ -66,6 +66,25 @@ def test_a_question_about_what_a_named_speaker_said_favours_their_lines(
             assert all(h.breakdown and "speaker" not in h.breakdown.cues for h in hits)
 
 
+def test_a_speaker_first_written_after_a_read_is_found_by_the_next(
+    location: str | Path, clock: SimClock
+) -> None:
+    """The read's names of speakers are kept between reads (``AgentArrays.speaker_finder``):
+    one added since, by this handle or another, is asked about like the others."""
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        mem.remember("Melanie: Try the pottery class", embedding=V)
+        clock.advance(minutes=1)
+        mem.peek("What class did Melanie suggest?", query_embedding=V)
+        said = mem.remember("Zoë: Try the night market", embedding=V).id
+        clock.advance(minutes=1)
+        newer = mem.remember("Melanie: Zoë, the market was crowded", embedding=V).id
+        clock.advance(days=1)
+        hits = mem.peek("What did Zoë suggest?", query_embedding=V, explain=True)
+        assert [h.record.id for h in hits][:2] == [said, newer]
+        assert hits[0].breakdown is not None
+        assert hits[0].breakdown.speaker == "zoë"
+
+
 def test_a_time_reference_prefers_records_in_its_window(
     location: str | Path, clock: SimClock
 ) -> None:

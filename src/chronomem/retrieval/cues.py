@@ -73,17 +73,19 @@ def speaker_cue(cols: Columns, q: Query) -> SpeakerCue | None:
     cues = q.config.speaker_cues
     if q.config.speaker_weight == 0.0 or not cues:
         return None
-    names = sorted({name for a in cols.arrays for name in a.speaker_names})
+    finders = [a.speaker_finder() for a in cols.arrays]
     asker = None if q.asker is None else q.asker.strip().casefold()
     chosen: list[str] = []
     reason = ""
     said = asks_what_the_other_said(q.text) if asker is not None and "other" in cues else None
     if said is not None:
+        names = sorted({name for f in finders for name in f.names})
         chosen = [n for n in names if n != asker]
         reason = f'asks what was said to the asker ("{said}")'
     else:
         text = q.text.casefold()
-        named = [n for n in names if n in text] if "named" in cues else []  # few, if any
+        # few, if any
+        named = sorted({n for f in finders for n in f.within(text)}) if "named" in cues else []
         for name in named:
             words = asks_what_someone_said(q.text, name)
             if words is not None and name != asker:

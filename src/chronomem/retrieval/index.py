@@ -19,8 +19,9 @@ from chronomem.model.record import Kind
 from chronomem.retrieval.codes import KIND_CODES, KINDS, SENSITIVITY_CODES, STATUS_CODES
 from chronomem.retrieval.compact import Codes
 from chronomem.retrieval.derived import DerivedColumns
+from chronomem.retrieval.passage_vectors import PassageVectors
 from chronomem.stores.base import NEVER, SINCE_EVER, RecordColumns
-from chronomem.text import number_key, speaker
+from chronomem.text import NameFinder, number_key, speaker
 
 if TYPE_CHECKING:
     from chronomem.retrieval.span import Span
@@ -55,14 +56,13 @@ def _speaker_of(cols: RecordColumns, i: int) -> str | None:
     return who.casefold() if who else speaker(cols.texts[i])
 
 
-class AgentArrays(DerivedColumns):
+class AgentArrays(DerivedColumns, PassageVectors):
     """Columns of one agent's records, in store-key order, with spare capacity for appends.
 
     Attributes are full-capacity arrays; use ``[: self.n]`` (the :meth:`view` helpers) to read.
     Embeddings are unit-normalised so a matrix-vector product is the cosine. Passage vectors sit
-    in their own matrix (``pemb[: self.pn]``), each row naming the record row it belongs to
-    (``powner``, ascending); a record's passages never change once it has them (a backfill only
-    adds them to records that had none). ``raw`` holds the vectors as stored, not normalised,
+    in their own matrix (:class:`~chronomem.retrieval.passage_vectors.PassageVectors`, its
+    base). ``raw`` holds the vectors as stored, not normalised,
     once a read with float64 cosines asked for them (:meth:`hold_raw`); it is then kept in step.
     """
 
@@ -99,6 +99,7 @@ class AgentArrays(DerivedColumns):
         # the speaker of each row as a code into speaker_names (-1: none), kept on append
         self.speaker = np.zeros(cap, dtype=np.int32)
         self.speaker_names: dict[str, int] = {}
+        self._names: NameFinder | None = None
         # each row's language as its position in analysis.scripts.LANGUAGES, kept on append
         self.language = np.zeros(cap, dtype=np.int8)
         # the numbers each row's text states (text.number_key), for the write gate
@@ -125,6 +126,8 @@ class AgentArrays(DerivedColumns):
         self.pn = 0
         self.pemb: F32 | None = None
         self.powner: Rows = np.zeros(0, dtype=np.intp)
+        self.pcodes: Codes | None = None
+        self.pcoded = 0
         self._texts: list[str] | Callable[[], list[str]] = []
         self._appended: list[str] = []  # texts appended while a snapshot's are not decoded
         self.keys: list[str | None] = []  # embedding keys (metadata), None: the text is the key
@@ -236,7 +239,7 @@ class AgentArrays(DerivedColumns):
             raise StoreError(f"embedding dimension changed from {self.dim} to {dim}")
         self.dim = dim
         self.emb = np.zeros((self.capacity, dim), dtype=np.float32)
-        self.codes = self.raw = self.raw_norms = None
+        self.codes = self.raw = self.raw_norms = self.pcodes = None
         self.vectors = next(_VERSIONS)
 
     def _write_rows(self, at: Rows, cols: RecordColumns, rows: Rows) -> None:
@@ -262,30 +265,6 @@ class AgentArrays(DerivedColumns):
     def _append_passages(self, cols: RecordColumns, rows: Rows, start: int) -> None:
         mats = [(start + k, cols.passages[i]) for k, i in enumerate(rows.tolist())]
         self._add_passages([(owner, m) for owner, m in mats if m is not None and m.shape[0]])
-
-    def _add_passages(self, mats: list[tuple[int, F32]]) -> None:
-        """Add passage matrices for rows that had none; rows beyond the last owner append, others
-        (a backfill of rows already held) are merged in owner order."""
-        if not mats or self.dim is None:
-            return
-        new = sum(m.shape[0] for _, m in mats)
-        if self.pemb is None or self.pn + new > self.pemb.shape[0]:
-            cap = max(self.pn + new, 2 * (0 if self.pemb is None else self.pemb.shape[0]), 16)
-            pemb = np.zeros((cap, self.dim), dtype=np.float32)
-            owner = np.zeros(cap, dtype=np.intp)
-            if self.pemb is not None:
-                pemb[: self.pn] = self.pemb[: self.pn]
-                owner[: self.pn] = self.powner[: self.pn]
-            self.pemb, self.powner = pemb, owner
-        end = self.pn + new
-        self.pemb[self.pn : end] = unit_rows(np.concatenate([m for _, m in mats]))
-        self.powner[self.pn : end] = np.repeat([o for o, _ in mats], [m.shape[0] for _, m in mats])
-        self.has_passages[[o for o, _ in mats]] = True
-        if self.pn and np.any(np.diff(self.powner[self.pn - 1 : end]) < 0):  # owners ascend
-            order = np.argsort(self.powner[:end], kind="stable")
-            self.pemb[:end] = self.pemb[:end][order]
-            self.powner[:end] = self.powner[:end][order]
-        self.pn = end
 
     def append(self, cols: RecordColumns, rows: Rows) -> None:
         """Append ``rows`` of ``cols`` (their keys must be larger than every key held)."""
@@ -360,15 +339,7 @@ class AgentArrays(DerivedColumns):
             kept_raw = self.raw[: self.n][keep]
             self.raw[: kept_raw.shape[0]] = kept_raw
             self.raw[kept_raw.shape[0] : self.n] = 0.0
-        if self.pemb is not None and self.pn:
-            owners = self.powner[: self.pn]
-            kept_passages = keep[owners]
-            renumber = np.cumsum(keep) - 1
-            pn = int(kept_passages.sum())
-            self.pemb[:pn] = self.pemb[: self.pn][kept_passages]
-            self.pemb[pn : self.pn] = 0.0
-            self.powner[:pn] = renumber[owners[kept_passages]]
-            self.pn = pn
+        self._keep_passages(keep)
         kept_rows = keep.tolist()
         for name in ("texts", "keys", "domains", "event_ids", "tags", "metadata"):
             setattr(self, name, list(compress(getattr(self, name), kept_rows)))
@@ -469,30 +440,18 @@ class AgentArrays(DerivedColumns):
         """Each text's language as its position in ``analysis.scripts.LANGUAGES``."""
         return self.language[: self.n]
 
-    def raise_to_passages(
-        self, dense: npt.NDArray[np.float64], query: F32, only: npt.NDArray[np.bool_] | None = None
-    ) -> None:
-        """Raise each row's cosine in ``dense`` to its best passage's, in place (only the rows
-        ``only`` selects, when given)."""
-        if self.pemb is None or self.pn == 0:
-            return
-        owners = self.powner[: self.pn]
-        if only is not None:
-            held = np.flatnonzero(only[owners])
-            if held.size == 0:
-                return
-            owners = owners[held]
-            sims = self.pemb[held] @ query
-        else:
-            sims = self.pemb[: self.pn] @ query
-        starts = np.flatnonzero(np.diff(owners, prepend=-1))  # owners ascend: one run per row
-        rows = owners[starts]
-        dense[rows] = np.maximum(dense[rows], np.maximum.reduceat(sims, starts))
-
     def speakers(self) -> tuple[npt.NDArray[np.int32], list[str]]:
         """Each row's speaker as a code into the returned names (-1: the text names none), from
         the ``"Name: words"`` convention of transcripts (:func:`chronomem.text.speaker`)."""
         return self.speaker[: self.n], list(self.speaker_names)
+
+    def speaker_finder(self) -> NameFinder:
+        """The speakers' names, sorted and found in a question's text (made again once a name
+        is added)."""
+        found = self._names
+        if found is None or not found.current(self.speaker_names):
+            found = self._names = NameFinder(self.speaker_names)
+        return found
 
     def sessions(self) -> tuple[npt.NDArray[np.int32], list[str]]:
         """Each row's session as a code into the returned names (-1: none)."""

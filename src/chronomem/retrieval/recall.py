@@ -29,6 +29,7 @@ from chronomem.retrieval.crisis import fuse_boost
 from chronomem.retrieval.cues import TimeCue, speaker_cue, time_cue
 from chronomem.retrieval.explain import breakdown
 from chronomem.retrieval.filtering import filter_mask, kinds_named
+from chronomem.retrieval.index import AgentArrays
 from chronomem.retrieval.languages import model_reads
 from chronomem.retrieval.query import Crisis, Query
 from chronomem.retrieval.relevance import gather_is_cheap, lexical, preselect, similarities
@@ -298,22 +299,23 @@ def _components(state: ReadState, index: SpaceIndex, store: MemoryStore, space: 
 def _int8_cosines(state: ReadState, exact: Callable[[Rows], F64], vector: F32) -> None:
     """The int8 copy's cosines of a large one-agent read and their error bound (``compact.py``),
     the candidates' extremes made exact for min-max normalisation. With passages, a row's
-    cosine is the best of its own (approximate) and its passages' (exact, one product over
-    them): the best of two values moves by no more than the one that is off, so the bound
+    cosine is the best of its own and its passages', each from its int8 copy: the best of
+    several values moves by no more than the one furthest off, so the larger of the two bounds
     holds, and ``state.exact`` gives the exact best of both."""
     a = state.cols.arrays[0]
     state.dense, state.bound = compact.cosines(a.compact(), a.n, vector)
     if state.q.config.passages and a.pn:
-        best = np.full(a.n, -np.inf)
-        a.raise_to_passages(best, vector)
-        np.maximum(state.dense, best, out=state.dense)
-        state.exact = exact = _with_passages(exact, best)
+        passages = a.raise_to_passages_approx(state.dense, vector)
+        state.bound = max(state.bound, passages)
+        state.exact = exact = _with_passages(exact, a, vector)
     if state.q.config.normalisation is not Normalisation.FIXED:
         compact.widen_extremes(state.dense, state.bound, state.mask, exact)
 
 
-def _with_passages(own: Callable[[Rows], F64], best: F64) -> Callable[[Rows], F64]:
-    return lambda rows: np.maximum(own(rows), best[rows])
+def _with_passages(
+    own: Callable[[Rows], F64], a: AgentArrays, vector: F32
+) -> Callable[[Rows], F64]:
+    return lambda rows: np.maximum(own(rows), a.passage_cosines(rows, vector))
 
 
 def _factors(state: ReadState) -> None:

@@ -142,11 +142,12 @@ class SpaceIndex:
 
     def preload(self, room_from: int = PRELOAD_ROOM) -> None:
         """Load every agent of the space now (from the snapshot, else the store) and ready the
-        large ones for what a first read and a first write would do to them: the int8 copy of
-        an agent that reads scan in int8, the position of each id, and room for new rows (a
-        snapshot's arrays have none: the first append copies every column, 0.3 s at 100k
-        records). Agents under ``room_from`` rows keep their place in the space-wide layout
-        (making room copies an agent out of it); their first append costs little."""
+        large ones for what a first read and a first write would do to them: the int8 copies of
+        an agent that reads scan in int8 (its vectors' and its passages'), the position of each
+        id, and room for new rows (a snapshot's arrays have none: the first append copies every
+        column, 0.3 s at 100k records). Agents under ``room_from`` rows keep their place in the
+        space-wide layout (making room copies an agent out of it); their first append costs
+        little."""
         with self._store.snapshot():
             held = self.arrays(sorted(self._store.agents(self._space)))
         for arrays in held:
@@ -155,6 +156,8 @@ class SpaceIndex:
             scanned = self.compact_records is not None and arrays.n >= self.compact_records
             if scanned and arrays.emb is not None:
                 arrays.compact()
+                if arrays.pemb is not None and arrays.pn:
+                    arrays.passage_compact()
             arrays.make_room()
 
     def _apply_changes(self) -> None:
