@@ -200,7 +200,7 @@ def test_a_long_poll_answers_when_a_change_commits(tmp_path: Path) -> None:
         writer.join()
         assert change.text == "from another process's handle"
         assert change.seq == 2
-        assert 0.5 < waited < 5  # answered when the write committed, not at the wait's end
+        assert 0.5 < waited < 15  # answered when the write committed, not at the wait's end (20 s)
         with pytest.raises(InvalidInputError, match="wait"):
             client.changes(0, wait=61)
         for after in (-1, 2**64):  # beyond a store's integers too (found by the fuzz test)
