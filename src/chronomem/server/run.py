@@ -101,9 +101,11 @@ def serve(settings: ServeSettings) -> int:
 def one_blas_thread(environ: Mapping[str, str]) -> bool:
     """Run numpy's BLAS on one thread in this process, unless ``environ`` sets its thread count
     (:data:`BLAS_THREAD_VARIABLES`); returns whether it did. The service scores many requests at
-    once, each on a thread of its own. With OpenBLAS splitting a space's passage product over
-    every core, a read's int8 scan took about twice as long, and the read 1.5× (docs/http.md,
-    "Threads"). Needs ``threadpoolctl`` (the serve extra)."""
+    once, each on a thread of its own. When reads still multiplied the query by a space's
+    passages in float32 and OpenBLAS split that product over every core, a read's int8 scan
+    took about twice as long, and the read 1.5×; the float32 reads (smaller agents, several
+    agents) still make such products (docs/http.md, "Threads"). Needs ``threadpoolctl`` (the
+    serve extra)."""
     if any(environ.get(name) for name in BLAS_THREAD_VARIABLES):
         return False
     try:
