@@ -42,8 +42,9 @@ K = 30
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
-def build(path: Path, n: int, rng: np.random.Generator) -> float:
-    """``n`` records of one agent through ``insert_records`` in batches of 10,000."""
+def build(path: Path, n: int, rng: np.random.Generator, kind: Kind = Kind.OBSERVATION) -> float:
+    """``n`` records of one agent through ``insert_records`` in batches of 10,000 (the write
+    gate does not run)."""
     started = time.perf_counter()
     store = SQLiteStore(path, synchronous="NORMAL")
     store.set_embedding_meta(EmbeddingMeta(model=None, dim=DIM))
@@ -57,7 +58,7 @@ def build(path: Path, n: int, rng: np.random.Generator) -> float:
             i = start + j
             at = T0 + timedelta(seconds=30 * i)
             record = Record(
-                id=ids.new_id(at), space="default", agent="agent", kind=Kind.OBSERVATION,
+                id=ids.new_id(at), space="default", agent="agent", kind=kind,
                 text=f"memory {i} of the bench", importance=float(importance[j]),
                 occurred_at=at, recorded_at=at, last_accessed_at=at,
             )  # fmt: skip

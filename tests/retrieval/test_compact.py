@@ -10,6 +10,7 @@ import zlib
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -515,3 +516,55 @@ def test_a_spread_that_empties_its_window_scores_the_rows_beyond_it_exactly(
         assert len(beyond) >= 5  # rows from past the window came in
         _same([read(fast)], [want])
         assert fast._h.index._agents["a"].codes is not None  # the int8 scan ran
+
+
+def test_the_write_gate_over_the_int8_copy_refuses_what_the_float32_gate_refuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two stores take the same facts — new directions, and copies of earlier ones moved by
+    noise that puts their cosines on both sides of the threshold, in two domains, some stating a
+    number — one gating over the int8 copy, one over float32: the same results, record by
+    record (stored or refused, and the duplicate named with its cosine)."""
+    scans: list[int] = []
+    scan = compact.cosines
+
+    def counted(*args: Any) -> tuple[npt.NDArray[np.float64], float]:
+        scans.append(1)
+        return scan(*args)
+
+    monkeypatch.setattr(compact, "cosines", counted)
+    rng = np.random.default_rng(7)
+    pick = random.Random(7)
+    written: list[npt.NDArray[np.float64]] = []
+    results: dict[str, list[tuple[bool, int | None, str]]] = {"int8": [], "float32": []}
+    made: dict[str, dict[str, int]] = {"int8": {}, "float32": {}}  # id -> write number
+    with (
+        Memory.open(tmp_path / "a.db", embedder=None, compact_vectors=0) as fast,
+        Memory.open(tmp_path / "b.db", embedder=None, compact_vectors=None) as exact,
+    ):
+        for i in range(400):
+            if written and pick.random() < 0.6:  # σ 0.02–0.04 per dimension: cosine 0.93–0.99
+                base = written[pick.randrange(len(written))]
+                vector = base + rng.normal(scale=pick.uniform(0.02, 0.04), size=DIM)
+            else:
+                vector = rng.normal(size=DIM)
+            vector /= np.linalg.norm(vector)
+            written.append(vector)
+            said = "fact " + "".join(pick.choices("abcdefgh", k=6))
+            item = {
+                "text": said + (" costs 3 dollars" if pick.random() < 0.2 else ""),
+                "kind": "fact",
+                "domain": pick.choice(["ops", "billing"]),
+                "embedding": vector.astype(np.float32),
+            }
+            for name, mem in (("int8", fast), ("float32", exact)):
+                r = mem.remember_many([item], agent="a")[0]
+                if r.id is not None:
+                    made[name][r.id] = i
+                twin = None if r.duplicate_of is None else made[name][r.duplicate_of]
+                why = (r.reason or "").replace(r.duplicate_of or "-", "#")
+                results[name].append((r.stored, twin, why))
+    refused = [r for r in results["float32"] if not r[0]]
+    assert 40 <= len(refused) <= 200, len(refused)  # both sides of the threshold exercised
+    assert results["int8"] == results["float32"]
+    assert scans  # the int8 gate ran

@@ -426,16 +426,18 @@ def _store_drafts(
         duplicate = None
         if not d.supersedes and not d.replace and d.record.kind in h.gate.kinds:
             earlier = [(a.record, a.embedding) for a in accepted if a.record.kind in h.gate.kinds]
+            arrays = h.index.arrays([d.record.agent])[0]
             duplicate = same_batch_duplicate(
                 earlier, d.record, d.embedding, threshold, languages
             ) or find_duplicate(
-                h.index.arrays([d.record.agent])[0],
+                arrays,
                 d.record,
                 d.embedding,
                 gate=h.gate,
                 threshold=threshold,
                 as_of_us=to_micros(now),
                 languages=languages,
+                int8=h.index.scans_int8(arrays),
             )
         if duplicate is not None:
             results.append(

@@ -207,22 +207,20 @@ def _compact_exact(
     vector = q.vector
     c = q.config
     if (
-        index.compact_records is None
-        or q.by_similarity
+        q.by_similarity
         or len(cols.arrays) != 1
-        or a.n < index.compact_records
+        or not index.scans_int8(a)
         or vector is None
         or q.crisis is not None
         or chosen is not None
         or c.float64_cosines
         or c.relevance is RelevanceMode.LEXICAL
         or not compact.boundable(c)
-        or a.emb is None
         or a.dim != vector.shape[0]
-        or not compact.available()
     ):
         return None
     emb = a.emb
+    assert emb is not None  # (scans_int8)
     return lambda rows: (emb[rows] @ vector).astype(np.float64)
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from chronomem.clock import to_micros
 from chronomem.errors import EmbedderMismatchError
-from chronomem.retrieval import snapshot
+from chronomem.retrieval import compact, snapshot
 from chronomem.retrieval.compact import DEFAULT_COMPACT_RECORDS
 from chronomem.retrieval.index import AgentArrays
 from chronomem.retrieval.span import Span
@@ -93,6 +93,17 @@ class SpaceIndex:
         #: Where the loaded agents came from on the first read: "snapshot" or "store".
         self.loaded_from: str | None = None
 
+    def scans_int8(self, arrays: AgentArrays) -> bool:
+        """Whether a scan of ``arrays``' vectors alone goes over their int8 copy: an agent of at
+        least :attr:`compact_records` records with vectors, and ``simsimd`` installed (a read
+        adds conditions of its own: ``recall._compact_exact``)."""
+        return (
+            self.compact_records is not None
+            and arrays.n >= self.compact_records
+            and arrays.emb is not None
+            and compact.available()
+        )
+
     def renewed(self, dim: int | None) -> SpaceIndex:
         """An empty index of the same space and settings for vectors of ``dim`` (after the store
         switched models: nothing held so far is of the new model)."""
@@ -153,8 +164,7 @@ class SpaceIndex:
         for arrays in held:
             if arrays.n < room_from:
                 continue
-            scanned = self.compact_records is not None and arrays.n >= self.compact_records
-            if scanned and arrays.emb is not None:
+            if self.scans_int8(arrays):
                 arrays.compact()
                 if arrays.pemb is not None and arrays.pn:
                     arrays.passage_compact()

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from chronomem.analysis.scripts import language_of, reads
-from chronomem.arrays import F32, unit_vector
+from chronomem.arrays import F32, Mask, unit_vector
 from chronomem.config import WriteGate
 from chronomem.model.record import Record
+from chronomem.retrieval import compact
 from chronomem.retrieval.codes import domain_key
 from chronomem.retrieval.columns import columns, visible
 from chronomem.retrieval.index import AgentArrays
@@ -45,12 +46,17 @@ def find_duplicate(
     threshold: float,
     as_of_us: int,
     languages: frozenset[str] | None = None,
+    int8: bool = False,
 ) -> Duplicate | None:
     """The most similar open record of ``record``'s agent, gated kinds and domain at or above
     ``threshold`` (cosine), or with the same normalised text when there is no vector or the
     embedder does not read the record's language (``languages``: what it reads; ``None``:
     every language) — its cosines would be noise (all-MiniLM-L6-v2 puts "小王养了一只狗" and
-    "小王养了一只猫" at 1.0)."""
+    "小王养了一只猫" at 1.0).
+
+    ``int8``: scan the agent's int8 copy (:meth:`SpaceIndex.scans_int8`) and compute exactly
+    only the cosines of the rows whose interval reaches the threshold — every row at or above
+    it among them (``compact.cosines``' bound), so the same record is found."""
     if arrays.n == 0:
         return None
     cols = columns([arrays])
@@ -66,7 +72,10 @@ def find_duplicate(
         unread = unread_rows(cols, languages)
         if unread is not None:  # records it cannot read: no cosine (nor the same text)
             comparable &= ~unread
-        sims = np.where(comparable, arrays.emb[: arrays.n] @ unit_vector(vector), -np.inf)
+        query = unit_vector(vector)
+        if int8:
+            return _nearest_int8(arrays, comparable, query, threshold)
+        sims = np.where(comparable, arrays.emb[: arrays.n] @ query, -np.inf)
     else:
         sims = np.where(mask & (arrays.text_keys() == dedup_key(record.read_text)), 1.0, -np.inf)
         best = int(np.argmax(sims))
@@ -75,6 +84,25 @@ def find_duplicate(
     best = int(np.argmax(sims))
     if sims[best] >= threshold:
         return Duplicate(str(arrays.ids[best]), float(sims[best]))
+    return None
+
+
+def _nearest_int8(
+    arrays: AgentArrays, comparable: Mask, query: F32, threshold: float
+) -> Duplicate | None:
+    """:func:`find_duplicate`'s cosine step over the int8 copy: of the ``comparable`` rows whose
+    approximate cosine is within the bound of ``threshold``, the first with the largest exact
+    cosine, when it reaches ``threshold``. A row the full float32 product puts at or above the
+    threshold has its approximation at or above ``threshold - bound``, so it is among them."""
+    assert arrays.emb is not None
+    approx, bound = compact.cosines(arrays.compact(), arrays.n, query)
+    rows = np.flatnonzero(comparable & (approx >= threshold - bound))
+    if rows.size == 0:
+        return None
+    sims = arrays.emb[rows] @ query
+    best = int(np.argmax(sims))
+    if sims[best] >= threshold:
+        return Duplicate(str(arrays.ids[rows[best]]), float(sims[best]))
     return None
 
 
