@@ -92,6 +92,7 @@ bench-full: $(STAMP)
 	$(PY) bench/recall_scaling.py --million
 	$(PY) bench/cold_start.py --sizes 200000 1000000
 	$(PY) bench/large_read.py
+	$(PY) bench/write_gate.py
 	$(PY) bench/tcmf.py
 	$(PY) bench/ingest.py
 	$(PY) bench/passages.py
