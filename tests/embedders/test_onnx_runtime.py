@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,19 @@ def test_the_default_mixed_model_agrees_with_torch_on_every_text(
 
 
 @pytest.mark.slow
+def test_calls_from_several_threads_give_the_vectors_of_one_at_a_time(
+    onnx_default: OnnxEmbedder,
+) -> None:
+    """The embedder says it is thread-safe (the engine then embeds before a handle's lock):
+    calls from four threads at once give each text the vector it gets alone."""
+    alone = [onnx_default.embed([t]) for t in TEXTS]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda t: onnx_default.embed([t]), TEXTS * 3))
+    assert OnnxEmbedder.thread_safe is True
+    for got, want in zip(together, alone * 3, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_exact_runs_the_fp32_export(minilm, onnx_exact: OnnxEmbedder) -> None:  # type: ignore[no-untyped-def]
     assert onnx_exact.model_file.name == "model.onnx"
     assert onnx_exact.model_id == DEFAULT_MODEL_ID

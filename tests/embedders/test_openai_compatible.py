@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +197,34 @@ def test_a_store_records_the_remote_model_and_refuses_another(
     other = OpenAICompatibleEmbedder(url, "word-count", model_id="word-count-v2", dim=5)
     with pytest.raises(EmbedderMismatchError):
         Memory.open(db, embedder=other)
+
+
+def test_a_read_answers_while_another_threads_write_waits_for_the_server(tmp_path: Path) -> None:
+    """The embedder is thread-safe, so the engine embeds before the handle's lock: a write whose
+    request the server holds up holds up no read of the same handle."""
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_for_the_doctor(body: dict[str, Any]) -> Answer:
+        if any("doctor" in text for text in body["input"]):
+            entered.set()
+            assert release.wait(30)
+        return embeddings(body)
+
+    with (
+        scripted_server(slow_for_the_doctor) as (url, _),
+        Memory.open(
+            tmp_path / "m.db", embedder=OpenAICompatibleEmbedder(url, "word-count", dim=5)
+        ) as mem,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        mem.remember("the sun is out")
+        write = pool.submit(mem.remember, "the doctor called")
+        try:
+            assert entered.wait(10)
+            read = pool.submit(mem.peek, "sun", k=3)
+            hits = read.result(timeout=10)  # before the change: blocked until the release
+            assert not write.done()
+        finally:
+            release.set()
+        assert [h.record.text for h in hits] == ["the sun is out"]
+        assert write.result(timeout=10).stored

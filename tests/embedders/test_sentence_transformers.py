@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -63,3 +64,20 @@ def test_store_built_with_minilm_refuses_other_vectors(
 
     with pytest.raises(EmbedderMismatchError):
         Memory.open(db_path, embedder=Other())  # type: ignore[arg-type]
+
+
+def test_calls_from_several_threads_give_the_vectors_of_one_at_a_time(minilm) -> None:  # type: ignore[no-untyped-def]
+    """The embedder says it is thread-safe (the engine then embeds before a handle's lock):
+    calls from four threads at once give each text the vector it gets alone."""
+    texts = [
+        "The physician told me to rest my leg for two weeks",
+        "Tomatoes need six hours of direct sun every day",
+        "東京の天気は晴れです。",
+        "Assistant: first review the budget, then the schedule. " * 6,
+    ]
+    alone = [minilm.embed([t]) for t in texts]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda t: minilm.embed([t]), texts * 4))
+    assert type(minilm).thread_safe is True
+    for got, want in zip(together, alone * 4, strict=True):
+        np.testing.assert_allclose(got, want, atol=1e-6)

@@ -9,8 +9,10 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +113,50 @@ def test_a_switch_serves_throughout_and_cuts_over_once(
             event_vectors[event], check.vector("the storm of March"), atol=1e-6
         )
         assert mem.peek("lamp", k=1, explain=True)[0].breakdown.relevance_dense is not None  # type: ignore[union-attr]
+
+
+class Held(Counting):
+    """Thread-safe (the engine embeds before the handle's lock), and a call embedding ``held``
+    waits for ``release`` (``entered`` says it began)."""
+
+    thread_safe = True
+
+    def __init__(self, model_id: str, dim: int, held: str) -> None:
+        super().__init__(model_id, dim)
+        self.held = held
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> npt.NDArray[np.float32]:
+        if self.held in texts:
+            self.entered.set()
+            assert self.release.wait(30)
+        return super().embed(texts, progress=progress)
+
+
+@pytest.mark.parametrize("verb", ["peek", "remember"])
+def test_vectors_made_before_the_lock_by_a_model_the_handle_left_are_not_used(
+    location: str | Path, clock: SimClock, verb: str
+) -> None:
+    """A read's or write's model run goes before the handle's lock; when the handle's own
+    ``reembed`` adopts another model meanwhile, the call embeds again with the new one."""
+    _fill(location, clock)
+    slow = "the slow lamp question"
+    old, new = Held("test/old", 8, held=slow), Counting("test/new", 12)
+    with Memory.open(location, embedder=old, clock=clock) as mem, ThreadPoolExecutor(1) as pool:
+        call = pool.submit(getattr(mem, verb), slow)
+        assert old.entered.wait(10)
+        mem.reembed(new)
+        new.texts.clear()
+        old.release.set()
+        result = call.result(timeout=30)
+        assert new.texts.count(slow) == 1  # embedded again, by the handle's model
+        if verb == "remember":
+            hits = mem.peek("x", query_embedding=new.vector(slow), k=1, rank_by="similarity")
+            assert hits[0].record.id == result.id
+            assert hits[0].similarity == pytest.approx(1.0)  # stored with the new model
+        else:
+            assert {h.record.text for h in result} == set(TEXTS[:3])  # every record, read
 
 
 def test_passages_are_remade_for_records_that_had_them(

@@ -98,7 +98,12 @@ class OnnxEmbedder:
 
     The model is exported (needs torch, ``transformers`` and ``onnx`` once) or opened from the
     cache on first use; :meth:`prepare` does it eagerly.
+
+    Thread-safe (``thread_safe``): ONNX Runtime runs a session from several threads at once, so
+    the engine embeds before a handle's lock and a model run holds up no other call.
     """
+
+    thread_safe = True
 
     def __init__(
         self,

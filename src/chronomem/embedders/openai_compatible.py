@@ -58,7 +58,12 @@ class OpenAICompatibleEmbedder:
         languages: the languages the model reads (ISO 639-1 codes); ``None`` (the default):
             every language — say which when the model is monolingual, so its cosines do not
             outvote words in a language it does not read.
+
+    Thread-safe (``thread_safe``): each request is independent, so the engine embeds before a
+    handle's lock and a slow server holds up no other call on the handle.
     """
+
+    thread_safe = True
 
     def __init__(
         self,

@@ -46,7 +46,12 @@ class SentenceTransformerEmbedder:
             loaded cores one thread is often faster than two.
         languages: the languages the model reads (ISO 639-1 codes; ``None``: every language);
             default: what the folder's model card declares (all-MiniLM-L6-v2: English).
+
+    Thread-safe (``thread_safe``): inference runs from several threads at once, so the engine
+    embeds before a handle's lock and a model run holds up no other call.
     """
+
+    thread_safe = True
 
     def __init__(
         self,

@@ -6,7 +6,7 @@ touches what was returned."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +30,7 @@ from chronomem.telemetry.tracing import stage
 
 __all__ = [
     "ACCESS_LOG",
+    "QueryVectors",
     "check_queries",
     "config_of",
     "embed_ahead",
@@ -86,16 +87,27 @@ def check_queries(
     return texts, vectors
 
 
+@dataclass(frozen=True, slots=True)
+class QueryVectors:
+    """Query vectors made before the handle's lock (:func:`embed_ahead`), and the embedder that
+    made them: under the lock they serve only if the handle still embeds with it (this
+    handle's ``reembed`` may have adopted another model meanwhile)."""
+
+    vectors: list[F32 | None]
+    embedder: object
+
+
 def embed_ahead(
     h: Handle, queries: list[str], embeddings: Sequence[Any] | None, options: ReadOptions
-) -> list[F32 | None] | None:
+) -> QueryVectors | None:
     """Before the handle's lock: the query vectors :func:`recall_many` would make, when the
     embedder may be called from several threads at once (a model run then holds up no other
     call). ``None`` (embed under the lock) with the caller's vectors, with a crisis (it may
     replace an empty query by its text) or an embedder that is not thread-safe."""
-    if embeddings is not None or options.crisis is not None or not is_thread_safe(h.embedder):
+    embedder = h.embedder
+    if embeddings is not None or options.crisis is not None or not is_thread_safe(embedder):
         return None
-    return _query_vectors(h, queries, None, config_of(h, options))
+    return QueryVectors(_query_vectors(h, queries, None, config_of(h, options)), embedder)
 
 
 def recall_many(
@@ -105,7 +117,7 @@ def recall_many(
     options: ReadOptions,
     *,
     now: datetime,
-    ready: list[F32 | None] | None = None,
+    ready: QueryVectors | None = None,
     keep: Callable[[list[Hit]], list[Hit]] | None = None,
     deferred: list[Touch] | None = None,
 ) -> list[list[Hit]]:
@@ -116,8 +128,8 @@ def recall_many(
     (:class:`~chronomem.engine.touches.TouchWriter`)."""
     config = config_of(h, options)
     h.sync_model()
-    if h.switched_to is not None:
-        ready = None  # made by this handle's model, which the store no longer holds
+    if ready is not None and (h.switched_to is not None or ready.embedder is not h.embedder):
+        ready = None  # made by a model the store (or this handle) no longer embeds with
     at = now if options.as_of is None else options.as_of
     if options.touch and at > now:
         # A touch stamps last_accessed_at = as_of: in the future it would pin the record's
@@ -135,7 +147,7 @@ def recall_many(
         crisis = _crisis(h, event, at, config)
         texts = [t if t.strip() else event.text for t in texts]
     agents = tuple(h.store.agents(h.space)) if options.agents is None else tuple(options.agents)
-    vectors = _query_vectors(h, texts, embeddings, config) if ready is None else ready
+    vectors = _query_vectors(h, texts, embeddings, config) if ready is None else ready.vectors
     built = [
         Query(
             text=text,

@@ -80,6 +80,9 @@ class Ahead:
     key: tuple[list[str], list[bool], str | None]
     plan: tuple[list[str], list[list[str]], list[bool]]
     vectors: F32
+    #: the embedder that made them: under the lock they serve only if the handle still embeds
+    #: with it (this handle's ``reembed`` may have adopted another model meanwhile)
+    embedder: object
 
     @property
     def asked(self) -> list[str]:
@@ -93,9 +96,10 @@ def embed_ahead(h: Handle, batch: list[dict[str, Any]], *, progress: bool) -> Ah
     ``None`` (embed under the lock, as before) for an embedder that is not thread-safe, items
     that are not well-formed (the write reports them) and a scorer that must run first."""
     said = [item.get("text") for item in batch]
+    embedder = h.embedder
     if (
         not batch
-        or not is_thread_safe(h.embedder)
+        or not is_thread_safe(embedder)
         or not all(isinstance(t, str) and t.strip() for t in said)
         or not all(isinstance(item.get("speaker"), str | None) for item in batch)
         or not (_reuses_vectors(h) or all(item.get("importance") is not None for item in batch))
@@ -104,10 +108,10 @@ def embed_ahead(h: Handle, batch: list[dict[str, Any]], *, progress: bool) -> Ah
     texts = [spoken(str(t), item.get("speaker")) for t, item in zip(said, batch, strict=True)]
     key = (texts, [item.get("embedding") is None for item in batch], h.passages)
     plan = _plan(h, *key)
-    if h.embedder is None or not plan[0]:
+    if embedder is None or not plan[0]:
         return None
-    vectors = np.asarray(h.embedder.embed(plan[0], progress=progress))
-    return Ahead(key=key, plan=plan, vectors=vectors)
+    vectors = np.asarray(embedder.embed(plan[0], progress=progress))
+    return Ahead(key=key, plan=plan, vectors=vectors, embedder=embedder)
 
 
 def write(
@@ -249,7 +253,7 @@ def embed_texts(
     asked, split, derive = ready.plan if ready and planned else _plan(h, texts, need, mode)
     if h.embedder is None or not asked:
         return np.empty((0, h.meta.dim or 0), np.float32), [None] * len(split)
-    if ready is not None and ready.asked == asked:
+    if ready is not None and ready.asked == asked and ready.embedder is h.embedder:
         vectors = np.asarray(ready.vectors, np.float32)
     else:
         vectors = np.asarray(h.embedder.embed(asked, progress=progress), np.float32)
