@@ -93,6 +93,7 @@ bench-full: $(STAMP)
 	$(PY) bench/cold_start.py --sizes 200000 1000000
 	$(PY) bench/large_read.py
 	$(PY) bench/write_gate.py
+	$(PY) bench/threads.py
 	$(PY) bench/tcmf.py
 	$(PY) bench/ingest.py
 	$(PY) bench/passages.py

@@ -10,9 +10,10 @@ with a pause between blocks (OpenBLAS's threads spin for a while after a product
 int8 scan's own threads meanwhile: the float32 gate's products must not be charged to the int8
 one). Each fact is an existing row's vector moved by noise that puts its cosine to that row
 between 0.91 and 0.998 (the threshold without a model is 0.97), its text stating the row's
-number (the gate compares only facts stating the same numbers), so about half are refused. Reports each handle's p50 per ``remember`` (the whole
-write: the gate, the insert, the commit) and how many results agree (stored or refused, the same
-record named). Writes ``bench/results/write_gate.{json,md}``.
+number (the gate compares only facts stating the same numbers), so about half are refused.
+Reports each handle's p50 per ``remember`` (the whole write: the gate, the insert, the commit)
+and how many results agree (stored or refused, the same record named). Writes
+``bench/results/write_gate.{json,md}``.
 
     python bench/write_gate.py [--n 100000] [--writes 300]
 """
