@@ -386,6 +386,53 @@ def test_the_passages_int8_copy_keeps_step_with_appends_and_deletions(tmp_path: 
             _same(got, reads(exact))
 
 
+def test_the_passages_int8_copy_travels_in_the_snapshot_as_far_as_it_went(tmp_path: Path) -> None:
+    """The index snapshot holds the passages' int8 copy as far as the last read made it: a
+    reopened handle reads from it without making it again, and extends it with the passages
+    written after that read — the copy a fresh handle would make, the float32 scan's hits."""
+    path = tmp_path / "memory.db"
+    clock = SimClock(T0)
+    rng = np.random.default_rng(12)
+    centres = rng.normal(size=(4, DIM))
+
+    def items(start: int, count: int) -> list[dict[str, object]]:
+        return [
+            {"text": f"turn {i}: the ferry left late", "embedding": rng.normal(size=DIM),
+             "passage_embeddings": [centres[i % 4] + rng.normal(size=DIM) * 0.4
+                                    for _ in range(1 + i % 2)]}
+            for i in range(start, start + count)
+        ]  # fmt: skip
+
+    def reads(mem: Memory) -> list[list[tuple[str, float]]]:
+        return [
+            [(h.record.id, h.score) for h in mem.peek(
+                "when did the ferry leave?", agent="a", k=10,
+                query_embedding=centres[i % 4] + np.random.default_rng(i).normal(size=DIM) * 0.3,
+            )]
+            for i in range(8)
+        ]  # fmt: skip
+
+    kw = {"embedder": None, "clock": clock, "index_snapshot": 0, "passages": False}
+    with Memory.open(path, compact_vectors=0, **kw) as first:  # type: ignore[arg-type]
+        first.remember_many(items(0, 600), agent="a")
+        reads(first)  # makes the copy
+        made = first._h.index._agents["a"].pcoded
+        first.remember_many(items(600, 100), agent="a")  # written after it: not in the copy
+    with Memory.open(path, compact_vectors=0, **kw) as again:  # type: ignore[arg-type]
+        again._h.index.arrays(["a"])
+        assert again._h.index.loaded_from == "snapshot"
+        arrays = again._h.index._agents["a"]
+        assert arrays.pcodes is not None
+        assert 0 < arrays.pcoded == made < arrays.pn
+        got = reads(again)
+        assert arrays.pcoded == arrays.pn
+        fresh = compact.Codes.of(arrays.pemb, arrays.pn)  # type: ignore[arg-type]
+        np.testing.assert_array_equal(arrays.pcodes.codes[: arrays.pn], fresh.codes[: arrays.pn])
+        np.testing.assert_array_equal(arrays.pcodes.err[: arrays.pn], fresh.err[: arrays.pn])
+        with Memory.open(path, compact_vectors=None, **kw) as exact:  # type: ignore[arg-type]
+            _same(got, reads(exact))
+
+
 @given(st.integers(0, 2**32 - 1))
 @settings(max_examples=30, deadline=None)
 def test_a_rows_best_passage_is_the_one_the_full_product_finds(seed: int) -> None:

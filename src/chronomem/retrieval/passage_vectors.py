@@ -30,7 +30,8 @@ class PassageVectors:
     their records (or by a backfill, for records that had none), dropped with them; a record's
     passages never change once it has them. The int8 copy of ``pemb[: pcoded]`` is made by the
     first large read that scans it, extended as passages are added, kept through removals and
-    made again after a backfill (which reorders them)."""
+    made again after a backfill (which reorders them); the index snapshot holds it as far as
+    ``pcoded`` (``retrieval/snapshot.py``)."""
 
     # what they belong to (AgentArrays' rows)
     dim: int | None

@@ -111,11 +111,20 @@ def save(
     if passaged and dim is not None:
         blocks.append(("pemb", _rows([a.pemb for a in passaged], [a.pn for a in passaged], dim)))
         blocks.append(("powner", np.concatenate([a.powner[: a.pn] for a in passaged])))
+    # the passages' int8 copy as far as it goes (pcoded rows); a read extends it from there
+    pcoded = {a.agent: a.pcoded for a in passaged if a.pcodes is not None and dim is not None}
+    if any(pcoded.values()):
+        held = [a.pcodes for a in passaged if a.agent in pcoded]
+        counts = list(pcoded.values())
+        for name, field in (("pcodes", "codes"), ("pcodes_scale", "scale"), ("pcodes_err", "err")):
+            parts = [getattr(c, field)[:k] for c, k in zip(held, counts, strict=True)]
+            blocks.append((name, np.concatenate(parts)))
     described = [
         {
             "agent": a.agent,
             "n": a.n,
             "pn": a.pn if a.pemb is not None else 0,
+            "pcoded": pcoded.get(a.agent, 0),
             "codes": a.codes is not None and a.emb is not None,
             "speakers": list(a.speaker_names),
             "sessions": list(a.session_names),
@@ -195,8 +204,10 @@ def own(a: AgentArrays) -> None:
         if getattr(a, name) is not None:
             setattr(a, name, np.array(getattr(a, name)))
     a.powner = np.array(a.powner)
-    if a.codes is not None:
-        a.codes = Codes(np.array(a.codes.codes), np.array(a.codes.scale), np.array(a.codes.err))
+    for name in ("codes", "pcodes"):
+        held = getattr(a, name)
+        if held is not None:
+            setattr(a, name, Codes(np.array(held.codes), np.array(held.scale), np.array(held.err)))
     for key, value in list(a._derived.items()):
         a._derived[key] = np.array(value)
 
@@ -257,6 +268,11 @@ def _parse(buf: npt.NDArray[np.uint8], expected: dict[str, Any]) -> Snapshot | N
         [int(d["n"]) if d.get("codes") else 0 for d in described],
     )
     passages = _Split(arrays, ("pemb", "powner"), [int(d["pn"]) for d in described])
+    pcodes = _Split(
+        arrays,
+        ("pcodes", "pcodes_scale", "pcodes_err"),
+        [int(d.get("pcoded", 0)) for d in described],
+    )
     agents = []
     for k, d in enumerate(described):
         lo, hi = int(starts[k]), int(starts[k + 1])
@@ -285,6 +301,13 @@ def _parse(buf: npt.NDArray[np.uint8], expected: dict[str, Any]) -> Snapshot | N
             a.pn = pn
             if a.pemb.shape != (pn, dim) or a.powner.shape != (pn,):
                 raise ValueError("passage vectors of another shape")
+            coded = int(d.get("pcoded", 0))
+            if coded:
+                code_rows, scale, err = pcodes.part(k)
+                kinds = (code_rows.dtype.str, scale.dtype.str, err.dtype.str)
+                if coded > pn or code_rows.shape != (coded, dim) or kinds != ("|i1", "<f4", "<f4"):
+                    raise ValueError("the passages' int8 codes of another shape")
+                a.pcodes, a.pcoded = Codes(code_rows, scale, err), coded
         a._position = None
         for name in _DERIVED:
             a._derived[name] = arrays[name][lo:hi]
