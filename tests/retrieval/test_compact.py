@@ -337,16 +337,16 @@ def test_reads_of_records_with_passages_return_the_float32_scans_hits(
             assert records_only == reads(exact)
 
 
-def test_the_passages_int8_copy_keeps_step_with_appends_and_deletions(tmp_path: Path) -> None:
-    """A live handle's int8 copy of the passages, made by a read, takes the passages written
-    after it and loses those of deleted records: it stays the copy a fresh handle would make,
-    and the reads stay the float32 scan's."""
-    path = tmp_path / "memory.db"
-    clock = SimClock(T0)
-    rng = np.random.default_rng(11)
-    centres = rng.normal(size=(4, DIM))
+class _Ferry:
+    """Records of one agent whose passages sit near one of four centres (own vectors away from
+    them), and questions near those centres: reads that their passages decide."""
 
-    def items(start: int, count: int) -> list[dict[str, object]]:
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.centres = self.rng.normal(size=(4, DIM))
+
+    def items(self, start: int, count: int) -> list[dict[str, object]]:
+        rng, centres = self.rng, self.centres
         return [
             {"text": f"turn {i}: the ferry left late", "embedding": rng.normal(size=DIM),
              "passage_embeddings": [centres[i % 4] + rng.normal(size=DIM) * 0.4
@@ -354,14 +354,25 @@ def test_the_passages_int8_copy_keeps_step_with_appends_and_deletions(tmp_path: 
             for i in range(start, start + count)
         ]  # fmt: skip
 
-    def reads(mem: Memory) -> list[list[tuple[str, float]]]:
+    def reads(self, mem: Memory) -> list[list[tuple[str, float]]]:
         return [
             [(h.record.id, h.score) for h in mem.peek(
                 "when did the ferry leave?", agent="a", k=10,
-                query_embedding=centres[i % 4] + np.random.default_rng(i).normal(size=DIM) * 0.3,
+                query_embedding=self.centres[i % 4]
+                + np.random.default_rng(i).normal(size=DIM) * 0.3,
             )]
             for i in range(8)
         ]  # fmt: skip
+
+
+def test_the_passages_int8_copy_keeps_step_with_appends_and_deletions(tmp_path: Path) -> None:
+    """A live handle's int8 copy of the passages, made by a read, takes the passages written
+    after it and loses those of deleted records: it stays the copy a fresh handle would make,
+    and the reads stay the float32 scan's."""
+    path = tmp_path / "memory.db"
+    clock = SimClock(T0)
+    ferry = _Ferry(11)
+    items, reads = ferry.items, ferry.reads
 
     kw = {"embedder": None, "clock": clock, "index_snapshot": 0, "passages": False}
     with Memory.open(path, compact_vectors=0, **kw) as live:  # type: ignore[arg-type]
@@ -392,25 +403,8 @@ def test_the_passages_int8_copy_travels_in_the_snapshot_as_far_as_it_went(tmp_pa
     written after that read — the copy a fresh handle would make, the float32 scan's hits."""
     path = tmp_path / "memory.db"
     clock = SimClock(T0)
-    rng = np.random.default_rng(12)
-    centres = rng.normal(size=(4, DIM))
-
-    def items(start: int, count: int) -> list[dict[str, object]]:
-        return [
-            {"text": f"turn {i}: the ferry left late", "embedding": rng.normal(size=DIM),
-             "passage_embeddings": [centres[i % 4] + rng.normal(size=DIM) * 0.4
-                                    for _ in range(1 + i % 2)]}
-            for i in range(start, start + count)
-        ]  # fmt: skip
-
-    def reads(mem: Memory) -> list[list[tuple[str, float]]]:
-        return [
-            [(h.record.id, h.score) for h in mem.peek(
-                "when did the ferry leave?", agent="a", k=10,
-                query_embedding=centres[i % 4] + np.random.default_rng(i).normal(size=DIM) * 0.3,
-            )]
-            for i in range(8)
-        ]  # fmt: skip
+    ferry = _Ferry(12)
+    items, reads = ferry.items, ferry.reads
 
     kw = {"embedder": None, "clock": clock, "index_snapshot": 0, "passages": False}
     with Memory.open(path, compact_vectors=0, **kw) as first:  # type: ignore[arg-type]
