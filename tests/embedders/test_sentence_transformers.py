@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -81,3 +82,32 @@ def test_calls_from_several_threads_give_the_vectors_of_one_at_a_time(minilm) ->
     assert type(minilm).thread_safe is True
     for got, want in zip(together, alone * 4, strict=True):
         np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+def test_reading_lengths_beside_embedding_in_other_threads_disturbs_neither(minilm) -> None:  # type: ignore[no-untyped-def]
+    """``read_lengths`` (which the engine calls before the handle's lock, to cut a long text's
+    passages where the model stops reading) tokenizes with settings of its own: while two
+    threads read lengths, every embed gives its vector, and every length is the one found
+    alone."""
+    long = "Assistant: first review the budget, then the schedule, then call the vendor back. " * 20
+    texts = [long, "short text about tomatoes"]
+    lengths, vectors = minilm.read_lengths(texts), minilm.embed(texts)
+    done = threading.Event()
+
+    def read() -> list[list[int]]:
+        found = []
+        while not done.is_set():
+            found.append(minilm.read_lengths(texts))
+        return found
+
+    with ThreadPoolExecutor(2) as pool:
+        readers = [pool.submit(read) for _ in range(2)]
+        try:
+            embedded = [minilm.embed(texts) for _ in range(60)]
+        finally:
+            done.set()
+        found = [each for r in readers for each in r.result(timeout=60)]
+    assert found
+    assert all(got == lengths for got in found)
+    for got in embedded:
+        np.testing.assert_allclose(got, vectors, atol=1e-6)

@@ -7,6 +7,7 @@ torch.
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 from collections.abc import Collection, Sequence
@@ -47,8 +48,9 @@ class SentenceTransformerEmbedder:
         languages: the languages the model reads (ISO 639-1 codes; ``None``: every language);
             default: what the folder's model card declares (all-MiniLM-L6-v2: English).
 
-    Thread-safe (``thread_safe``): inference runs from several threads at once, so the engine
-    embeds before a handle's lock and a model run holds up no other call.
+    Thread-safe (``thread_safe``): inference runs from several threads at once (``read_lengths``
+    tokenizes with a tokenizer of its own), so the engine embeds before a handle's lock and a
+    model run holds up no other call.
     """
 
     thread_safe = True
@@ -78,6 +80,8 @@ class SentenceTransformerEmbedder:
         self._dim = read_dim(self._path)
         self._model: Any = None
         self._lock = threading.Lock()
+        self._reader: Any = None  # read_lengths' own tokenizer
+        self._reading = threading.Lock()
 
     @property
     def model_id(self) -> str:
@@ -134,13 +138,19 @@ class SentenceTransformerEmbedder:
             return []
         model = self._load()
         keep = int(model.max_seq_length) - 2  # [CLS] and [SEP]
-        try:
-            offsets = model.tokenizer(
-                list(texts), add_special_tokens=False, truncation=True, max_length=keep + 1,
-                return_offsets_mapping=True,
-            )["offset_mapping"]  # fmt: skip
-        except Exception as exc:
-            raise EmbedderError(f"cannot tokenize the texts: {exc}") from exc
+        # A tokenizer of its own, one call at a time: a call sets the tokenizer's truncation and
+        # padding, and these differ from embed's (on the shared one, an embed running in another
+        # thread meanwhile would find its padding off).
+        with self._reading:
+            if self._reader is None:
+                self._reader = copy.deepcopy(model.tokenizer)
+            try:
+                offsets = self._reader(
+                    list(texts), add_special_tokens=False, truncation=True, max_length=keep + 1,
+                    return_offsets_mapping=True,
+                )["offset_mapping"]  # fmt: skip
+            except Exception as exc:
+                raise EmbedderError(f"cannot tokenize the texts: {exc}") from exc
         return [
             int(o[keep - 1][1]) if len(o) > keep else len(t)
             for t, o in zip(texts, offsets, strict=True)
