@@ -80,7 +80,6 @@ def test_the_default_mixed_model_agrees_with_torch_on_every_text(
     np.testing.assert_allclose(small.embed(TEXTS[::-1])[::-1], got, atol=1e-5)
 
 
-@pytest.mark.slow
 def test_calls_from_several_threads_give_the_vectors_of_one_at_a_time(
     onnx_default: OnnxEmbedder,
 ) -> None:
@@ -94,6 +93,7 @@ def test_calls_from_several_threads_give_the_vectors_of_one_at_a_time(
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.slow
 def test_exact_runs_the_fp32_export(minilm, onnx_exact: OnnxEmbedder) -> None:  # type: ignore[no-untyped-def]
     assert onnx_exact.model_file.name == "model.onnx"
     assert onnx_exact.model_id == DEFAULT_MODEL_ID

@@ -14,7 +14,7 @@ from chronomem.arrays import F32, unit_vector
 from chronomem.checks import MAX_QUERY_CHARS, check_text, shown
 from chronomem.clock import to_micros
 from chronomem.config import RelevanceMode, ScoringConfig, resolve_preset
-from chronomem.embedders.base import as_vector, is_thread_safe, model_languages
+from chronomem.embedders.base import Embedder, as_vector, is_thread_safe, model_languages
 from chronomem.engine.handle import Handle
 from chronomem.errors import InvalidInputError
 from chronomem.lifecycle.rules import settled
@@ -107,7 +107,7 @@ def embed_ahead(
     embedder = h.embedder
     if embeddings is not None or options.crisis is not None or not is_thread_safe(embedder):
         return None
-    return QueryVectors(_query_vectors(h, queries, None, config_of(h, options)), embedder)
+    return QueryVectors(_query_vectors(h, embedder, queries, None, config_of(h, options)), embedder)
 
 
 def recall_many(
@@ -147,7 +147,9 @@ def recall_many(
         crisis = _crisis(h, event, at, config)
         texts = [t if t.strip() else event.text for t in texts]
     agents = tuple(h.store.agents(h.space)) if options.agents is None else tuple(options.agents)
-    vectors = _query_vectors(h, texts, embeddings, config) if ready is None else ready.vectors
+    vectors = (
+        _query_vectors(h, h.embedder, texts, embeddings, config) if ready is None else ready.vectors
+    )
     built = [
         Query(
             text=text,
@@ -269,16 +271,20 @@ def log_accesses(
 
 
 def _query_vectors(
-    h: Handle, texts: list[str], given: Sequence[Any] | None, config: ScoringConfig
+    h: Handle,
+    embedder: Embedder | None,
+    texts: list[str],
+    given: Sequence[Any] | None,
+    config: ScoringConfig,
 ) -> list[F32 | None]:
-    """Query vectors, not yet normalised: the given ones, else the embedder's in one batch
-    (``None`` when relevance is lexical or there is no embedder)."""
+    """Query vectors, not yet normalised: the given ones, else ``embedder``'s (the handle's, as
+    the caller read it) in one batch (``None`` when relevance is lexical or there is none)."""
     if given is not None:
         return [
             None if g is None else as_vector(g, dim=h.meta.dim, name="query_embedding")
             for g in given
         ]
-    if h.embedder is None or h.switched_to is not None or config.relevance is RelevanceMode.LEXICAL:
+    if embedder is None or h.switched_to is not None or config.relevance is RelevanceMode.LEXICAL:
         return [None] * len(texts)
     with stage("read.embed", space=h.space, queries=len(texts)):
-        return list(h.embedder.embed(texts))
+        return list(embedder.embed(texts))

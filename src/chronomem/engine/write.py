@@ -14,7 +14,7 @@ import numpy as np
 from chronomem.arrays import F32
 from chronomem.checks import record_items, shown
 from chronomem.clock import to_micros
-from chronomem.embedders.base import is_thread_safe, model_languages, read_lengths
+from chronomem.embedders.base import Embedder, is_thread_safe, model_languages, read_lengths
 from chronomem.engine.handle import Handle
 from chronomem.errors import (
     ConflictError,
@@ -107,7 +107,7 @@ def embed_ahead(h: Handle, batch: list[dict[str, Any]], *, progress: bool) -> Ah
         return None
     texts = [spoken(str(t), item.get("speaker")) for t, item in zip(said, batch, strict=True)]
     key = (texts, [item.get("embedding") is None for item in batch], h.passages)
-    plan = _plan(h, *key)
+    plan = _plan(embedder, *key)
     if embedder is None or not plan[0]:
         return None
     vectors = np.asarray(embedder.embed(plan[0], progress=progress))
@@ -249,8 +249,10 @@ def embed_texts(
     is not embedded whole: its vector is the length-weighted mean of its passages'. The output is
     checked: one finite vector of the store's width per text asked."""
     mode = h.passages if with_passages is None else (h.passages or "derived")
-    planned = ready is not None and ready.key == (texts, need, mode)
-    asked, split, derive = ready.plan if ready and planned else _plan(h, texts, need, mode)
+    planned = (
+        ready is not None and ready.embedder is h.embedder and ready.key == (texts, need, mode)
+    )
+    asked, split, derive = ready.plan if ready and planned else _plan(h.embedder, texts, need, mode)
     if h.embedder is None or not asked:
         return np.empty((0, h.meta.dim or 0), np.float32), [None] * len(split)
     if ready is not None and ready.asked == asked and ready.embedder is h.embedder:
@@ -289,25 +291,25 @@ def _mean_direction(vectors: F32, text: str) -> F32:
 
 
 def _plan(
-    h: Handle, texts: list[str], need: list[bool], mode: str | None
+    embedder: Embedder | None, texts: list[str], need: list[bool], mode: str | None
 ) -> tuple[list[str], list[list[str]], list[bool]]:
-    """What :func:`embed_texts` asks the embedder for, in its order (the texts embedded whole,
+    """What :func:`embed_texts` asks ``embedder`` for, in its order (the texts embedded whole,
     then every passage), each text's passages, and which texts get their vector from their
-    passages (``"derived"``: those with passages)."""
+    passages (``"derived"``: those with passages, cut where the model stops reading)."""
     split = [passages(t) for t in texts] if mode is not None else [[] for _ in texts]
-    if mode == "derived" and h.embedder is not None:
-        split = _read_passages(h, texts, split)
+    if mode == "derived" and embedder is not None:
+        split = _read_passages(embedder, texts, split)
     derive = [mode == "derived" and n and bool(ps) for n, ps in zip(need, split, strict=True)]
     wholes = [t for t, n, d in zip(texts, need, derive, strict=True) if n and not d]
     return wholes + [p for ps in split for p in ps], split, derive
 
 
-def _read_passages(h: Handle, texts: list[str], split: list[list[str]]) -> list[list[str]]:
+def _read_passages(embedder: Embedder, texts: list[str], split: list[list[str]]) -> list[list[str]]:
     """The passages of each text that start within what the model reads of it (all of them
     for a text it reads whole); none where fewer than two are left."""
     long = [i for i, ps in enumerate(split) if ps]
     out = list(split)
-    for i, end in zip(long, read_lengths(h.embedder, [texts[i] for i in long]), strict=True):
+    for i, end in zip(long, read_lengths(embedder, [texts[i] for i in long]), strict=True):
         if end < len(texts[i]):
             spans = passage_spans(texts[i])
             kept = [p for p, (s, _) in zip(split[i], spans, strict=True) if s < end]
