@@ -71,7 +71,7 @@ def main() -> int:
             writes.append((near, (rows[near].astype(np.float64) + noise).astype(np.float32)))
         # In blocks of BLOCK writes, alternating which handle goes first, with a pause between
         # blocks: OpenBLAS's threads keep spinning for a while after a product, and slow the int8
-        # scan's own threads 3× (bench/results/write_gate.md); the float32 gate's products must
+        # scan's own threads ~3× (docs/scoring.md, "Large agents"); the float32 gate's products must
         # not be charged to the int8 one.
         for b, start in enumerate(range(0, args.writes, BLOCK)):
             block = writes[start : start + BLOCK]
