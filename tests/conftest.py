@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
@@ -78,6 +79,25 @@ class FixedEmbedder:
             if texts
             else np.empty((0, self._dim), np.float32)
         )
+
+
+class GatedEmbedder(FixedEmbedder):
+    """Blocks a call that embeds ``gate_text`` until ``release`` is set (``entered`` says it
+    began). Thread-safe: the engine runs it outside the handle's lock."""
+
+    thread_safe = True
+
+    def __init__(self, gate_text: str, *, model_id: str = "test/fixed") -> None:
+        super().__init__(dim=8, model_id=model_id)
+        self.gate_text = gate_text
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> npt.NDArray[np.float32]:
+        if self.gate_text in texts:
+            self.entered.set()
+            assert self.release.wait(30)
+        return super().embed(texts)
 
 
 @pytest.fixture

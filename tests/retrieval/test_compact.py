@@ -365,6 +365,16 @@ class _Ferry:
         ]  # fmt: skip
 
 
+def _as_made_fresh(arrays: Any) -> None:
+    """The passages' int8 copy covers every passage and is the one a fresh handle would make."""
+    assert arrays.pcodes is not None
+    assert arrays.pcoded == arrays.pn
+    fresh = compact.Codes.of(arrays.pemb, arrays.pn)
+    np.testing.assert_array_equal(arrays.pcodes.codes[: arrays.pn], fresh.codes[: arrays.pn])
+    np.testing.assert_array_equal(arrays.pcodes.scale[: arrays.pn], fresh.scale[: arrays.pn])
+    np.testing.assert_array_equal(arrays.pcodes.err[: arrays.pn], fresh.err[: arrays.pn])
+
+
 def test_the_passages_int8_copy_keeps_step_with_appends_and_deletions(tmp_path: Path) -> None:
     """A live handle's int8 copy of the passages, made by a read, takes the passages written
     after it and loses those of deleted records: it stays the copy a fresh handle would make,
@@ -388,19 +398,16 @@ def test_the_passages_int8_copy_keeps_step_with_appends_and_deletions(tmp_path: 
         clock.advance(hours=1)
         got = reads(live)
         arrays = live._h.index._agents["a"]
-        assert arrays.pcodes is not None
-        assert arrays.pcoded == arrays.pn
-        fresh = compact.Codes.of(arrays.pemb, arrays.pn)  # type: ignore[arg-type]
-        np.testing.assert_array_equal(arrays.pcodes.codes[: arrays.pn], fresh.codes[: arrays.pn])
-        np.testing.assert_array_equal(arrays.pcodes.err[: arrays.pn], fresh.err[: arrays.pn])
+        _as_made_fresh(arrays)
         with Memory.open(path, compact_vectors=None, **kw) as exact:  # type: ignore[arg-type]
             _same(got, reads(exact))
 
 
 def test_the_passages_int8_copy_travels_in_the_snapshot_as_far_as_it_went(tmp_path: Path) -> None:
-    """The index snapshot holds the passages' int8 copy as far as the last read made it: a
-    reopened handle reads from it without making it again, and extends it with the passages
-    written after that read — the copy a fresh handle would make, the float32 scan's hits."""
+    """The index snapshot holds the passages' int8 copy as far as it went when the snapshot was
+    written: a reopened handle reads from it without making it again, and extends it with the
+    passages written after that read — by the writing handle, and by another handle after the
+    snapshot — to the copy a fresh handle would make, with the float32 scan's hits."""
     path = tmp_path / "memory.db"
     clock = SimClock(T0)
     ferry = _Ferry(12)
@@ -412,17 +419,18 @@ def test_the_passages_int8_copy_travels_in_the_snapshot_as_far_as_it_went(tmp_pa
         reads(first)  # makes the copy
         made = first._h.index._agents["a"].pcoded
         first.remember_many(items(600, 100), agent="a")  # written after it: not in the copy
+    other = {**kw, "index_snapshot": None}  # another handle, after the snapshot: writes none
+    with Memory.open(path, compact_vectors=0, **other) as writer:  # type: ignore[arg-type]
+        writer.remember_many(items(700, 80), agent="a")
     with Memory.open(path, compact_vectors=0, **kw) as again:  # type: ignore[arg-type]
         again._h.index.arrays(["a"])
         assert again._h.index.loaded_from == "snapshot"
         arrays = again._h.index._agents["a"]
         assert arrays.pcodes is not None
         assert 0 < arrays.pcoded == made < arrays.pn
+        assert arrays.n == 780
         got = reads(again)
-        assert arrays.pcoded == arrays.pn
-        fresh = compact.Codes.of(arrays.pemb, arrays.pn)  # type: ignore[arg-type]
-        np.testing.assert_array_equal(arrays.pcodes.codes[: arrays.pn], fresh.codes[: arrays.pn])
-        np.testing.assert_array_equal(arrays.pcodes.err[: arrays.pn], fresh.err[: arrays.pn])
+        _as_made_fresh(arrays)
         with Memory.open(path, compact_vectors=None, **kw) as exact:  # type: ignore[arg-type]
             _same(got, reads(exact))
 
@@ -564,8 +572,9 @@ def test_the_write_gate_over_the_int8_copy_refuses_what_the_float32_gate_refuses
 ) -> None:
     """Two stores take the same facts — new directions, and copies of earlier ones moved by
     noise that puts their cosines on both sides of the threshold, in two domains, some stating a
-    number — one gating over the int8 copy, one over float32: the same results, record by
-    record (stored or refused, and the duplicate named with its cosine)."""
+    number, written in English, Korean and Japanese, as notes, prose and chat turns — one gating
+    over the int8 copy, one over float32: the same results, record by record (stored or
+    refused, and the duplicate named with its cosine)."""
     scans: list[int] = []
     scan = compact.cosines
 
@@ -591,7 +600,11 @@ def test_the_write_gate_over_the_int8_copy_refuses_what_the_float32_gate_refuses
                 vector = rng.normal(size=DIM)
             vector /= np.linalg.norm(vector)
             written.append(vector)
-            said = "fact " + "".join(pick.choices("abcdefgh", k=6))
+            word = "".join(pick.choices("abcdefgh", k=6))
+            said = pick.choice(
+                [f"fact {word}", f"Ana: the {word} valve is shut.", f"{word} 밸브는 잠겨 있다",
+                 f"{word}のバルブは閉まっている。"]
+            )  # fmt: skip
             item = {
                 "text": said + (" costs 3 dollars" if pick.random() < 0.2 else ""),
                 "kind": "fact",

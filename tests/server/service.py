@@ -12,21 +12,17 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
-import numpy as np
-import numpy.typing as npt
 import uvicorn
 
 from chronomem.client import AsyncClient, RemoteClock
 from chronomem.server.app import create_app
 from chronomem.server.spaces import Spaces
-
-from ..conftest import FixedEmbedder
 
 
 @contextmanager
@@ -146,22 +142,3 @@ def serving_process(
             proc.send_signal(signal.SIGABRT)
             proc.wait(timeout=30)
             raise RuntimeError(f"serve did not stop within 60 s; it wrote:\n{output()}") from None
-
-
-class GatedEmbedder(FixedEmbedder):
-    """Blocks a call that embeds ``gate_text`` until ``release`` is set (``entered`` says it
-    began). Thread-safe: the engine runs it outside the handle's lock."""
-
-    thread_safe = True
-
-    def __init__(self, gate_text: str) -> None:
-        super().__init__(dim=8)
-        self.gate_text = gate_text
-        self.entered = threading.Event()
-        self.release = threading.Event()
-
-    def embed(self, texts: Sequence[str], *, progress: bool = False) -> npt.NDArray[np.float32]:
-        if self.gate_text in texts:
-            self.entered.set()
-            assert self.release.wait(30)
-        return super().embed(texts)

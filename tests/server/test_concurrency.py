@@ -22,8 +22,8 @@ from chronomem import Memory, SimClock
 from chronomem.client import Client
 from chronomem.server.spaces import SharedEmbedder
 
-from ..conftest import T0, FixedEmbedder, store_of
-from .service import GatedEmbedder, running
+from ..conftest import T0, FixedEmbedder, GatedEmbedder, store_of
+from .service import running
 
 SEEDS = [f"seed {i}: the lamp of harbour {i % 7} was lit by keeper {i % 5}" for i in range(60)]
 NEW = [

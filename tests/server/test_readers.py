@@ -19,8 +19,8 @@ from chronomem.client import Client
 from chronomem.errors import ConfigError, StoreError
 from chronomem.server.spaces import Spaces
 
-from ..conftest import FixedEmbedder
-from .service import GatedEmbedder, running
+from ..conftest import FixedEmbedder, GatedEmbedder
+from .service import running
 
 
 class HeldEmbedder(GatedEmbedder):

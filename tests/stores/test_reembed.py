@@ -9,7 +9,6 @@ import random
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +20,7 @@ import pytest
 
 from chronomem import ConflictError, EmbedderMismatchError, Memory, SimClock
 
-from ..conftest import FixedEmbedder, store_of
+from ..conftest import FixedEmbedder, GatedEmbedder, store_of
 
 TEXTS = [
     "The lighthouse lamp is broken",
@@ -115,25 +114,6 @@ def test_a_switch_serves_throughout_and_cuts_over_once(
         assert mem.peek("lamp", k=1, explain=True)[0].breakdown.relevance_dense is not None  # type: ignore[union-attr]
 
 
-class Held(Counting):
-    """Thread-safe (the engine embeds before the handle's lock), and a call embedding ``held``
-    waits for ``release`` (``entered`` says it began)."""
-
-    thread_safe = True
-
-    def __init__(self, model_id: str, dim: int, held: str) -> None:
-        super().__init__(model_id, dim)
-        self.held = held
-        self.entered = threading.Event()
-        self.release = threading.Event()
-
-    def embed(self, texts: Sequence[str], *, progress: bool = False) -> npt.NDArray[np.float32]:
-        if self.held in texts:
-            self.entered.set()
-            assert self.release.wait(30)
-        return super().embed(texts, progress=progress)
-
-
 @pytest.mark.parametrize("verb", ["peek", "remember"])
 def test_vectors_made_before_the_lock_by_a_model_the_handle_left_are_not_used(
     location: str | Path, clock: SimClock, verb: str
@@ -142,7 +122,7 @@ def test_vectors_made_before_the_lock_by_a_model_the_handle_left_are_not_used(
     ``reembed`` adopts another model meanwhile, the call embeds again with the new one."""
     _fill(location, clock)
     slow = "the slow lamp question"
-    old, new = Held("test/old", 8, held=slow), Counting("test/new", 12)
+    old, new = GatedEmbedder(slow, model_id="test/old"), Counting("test/new", 12)
     with Memory.open(location, embedder=old, clock=clock) as mem, ThreadPoolExecutor(1) as pool:
         call = pool.submit(getattr(mem, verb), slow)
         assert old.entered.wait(10)

@@ -94,7 +94,7 @@ class QueryVectors:
     handle's ``reembed`` may have adopted another model meanwhile)."""
 
     vectors: list[F32 | None]
-    embedder: object
+    embedder: Embedder
 
 
 def embed_ahead(
@@ -105,7 +105,12 @@ def embed_ahead(
     call). ``None`` (embed under the lock) with the caller's vectors, with a crisis (it may
     replace an empty query by its text) or an embedder that is not thread-safe."""
     embedder = h.embedder
-    if embeddings is not None or options.crisis is not None or not is_thread_safe(embedder):
+    if (
+        embedder is None
+        or embeddings is not None
+        or options.crisis is not None
+        or not is_thread_safe(embedder)
+    ):
         return None
     return QueryVectors(_query_vectors(h, embedder, queries, None, config_of(h, options)), embedder)
 

@@ -82,7 +82,7 @@ class Ahead:
     vectors: F32
     #: the embedder that made them: under the lock they serve only if the handle still embeds
     #: with it (this handle's ``reembed`` may have adopted another model meanwhile)
-    embedder: object
+    embedder: Embedder
 
     @property
     def asked(self) -> list[str]:
