@@ -1,0 +1,77 @@
+"""An agent's cached bounds (``AgentArrays.bounds``: the extremes that let a read skip its
+visibility and lifecycle passes) are kept through writes that cannot move them — a touch — and
+widened by appends, instead of being computed again over every row: whatever the writes, they
+stay what a pass over every row finds."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chronomem import Memory, SimClock
+from chronomem.retrieval.index import AgentArrays
+
+from ..conftest import T0
+from .test_snapshot import AGENTS, _arrays, _change, _fill, _open
+
+
+def _fresh(a: AgentArrays) -> object:
+    cached, a._bounds = a._bounds, None
+    try:
+        return a.bounds()
+    finally:
+        a._bounds = cached
+
+
+def _held(mem: Memory) -> list[AgentArrays]:
+    held = _arrays(mem, list(AGENTS))
+    for a in held:
+        a.bounds()  # as a read leaves them
+    return held
+
+
+@pytest.mark.parametrize("seed", [3, 8, 21])
+def test_cached_bounds_stay_those_of_every_row(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    clock = SimClock(T0)
+    with _open(tmp_path / "memory.db", clock, snapshot=None) as mem:
+        ids = _fill(mem, clock, rng, 60)
+        _held(mem)
+        for _ in range(4):
+            _change(mem, clock, rng, ids)  # touches, ratings, supersessions, forgets, appends
+            ids[:] = [r for r in ids if mem.get(r).status.value == "open"]
+            open_facts = [r for r in ids if (g := mem.get(r)).kind.value == "fact" and g.status.value == "open"]
+            if open_facts:  # a closing moves valid_until inwards
+                mem.close_record(rng.choice(open_facts), reason="ended")
+            mem.remember(
+                "a fact valid until tomorrow", agent=rng.choice(AGENTS), kind="fact",
+                valid_until=clock.now() + timedelta(days=1),
+            )  # fmt: skip
+            for a in _arrays(mem, list(AGENTS)):
+                assert a.bounds() == _fresh(a)
+
+
+def test_a_touch_keeps_the_bounds_and_an_append_widens_them(tmp_path: Path) -> None:
+    clock = SimClock(T0)
+    with _open(tmp_path / "memory.db", clock, snapshot=None) as mem:
+        _fill(mem, clock, random.Random(5), 40)
+        before = {a.agent: (a._bounds, a.last_accessed_at[: a.n].copy()) for a in _held(mem)}
+        clock.advance(hours=1)
+        hits = mem.recall("river lamp", agents=list(AGENTS), k=10)
+        assert hits
+        touched = 0
+        for a in _arrays(mem, list(AGENTS)):
+            bounds, accessed = before[a.agent]
+            assert a._bounds is bounds  # not dropped: the next read does no pass for them
+            touched += int(np.sum(a.last_accessed_at[: a.n] != accessed))
+        assert touched == len(hits)
+        clock.advance(hours=1)
+        mem.remember("a new fact", agent="ada", kind="fact", valid_until=clock.now())
+        ada = _arrays(mem, ["ada"])[0]
+        assert ada._bounds is not None and ada._bounds != before["ada"][0]
+        assert ada._bounds == _fresh(ada)
+        assert ada._bounds.max_recorded == ada.recorded_at[ada.n - 1]
