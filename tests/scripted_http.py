@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,8 +28,11 @@ class Script:
 
 
 @contextlib.contextmanager
-def scripted_server(endpoint: Callable[[dict[str, Any]], Answer]) -> Iterator[tuple[str, Script]]:
-    """A server on 127.0.0.1 (an ephemeral port); yields its ``/v1`` URL and its script."""
+def scripted_server(
+    endpoint: Callable[[dict[str, Any]], Answer], *, tls: ssl.SSLContext | None = None
+) -> Iterator[tuple[str, Script]]:
+    """A server on 127.0.0.1 (an ephemeral port), over HTTPS with ``tls`` (a server context);
+    yields its ``/v1`` URL and its script."""
     script = Script()
 
     class Handler(BaseHTTPRequestHandler):
@@ -54,10 +58,13 @@ def scripted_server(endpoint: Callable[[dict[str, Any]], Answer]) -> Iterator[tu
             pass
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if tls is not None:
+        httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", script
+        scheme = "http" if tls is None else "https"
+        yield f"{scheme}://127.0.0.1:{httpd.server_address[1]}/v1", script
     finally:
         httpd.shutdown()
         httpd.server_close()
