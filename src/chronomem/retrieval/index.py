@@ -61,9 +61,10 @@ class Bounds:
             min_superseded=min(self.min_superseded, int(a.superseded_at[at].min())),
             max_valid_from=max(self.max_valid_from, int(a.valid_from[at].max())),
             min_valid_until=min(
-                self.min_valid_until, int(a.valid_until[at].min()),
+                self.min_valid_until,
+                int(a.valid_until[at].min()),
                 int(a.valid_until_before[at].min()),
-            ),  # fmt: skip
+            ),
             kinds=self.kinds | {KINDS[c] for c in np.unique(a.kind[at])},
             any_feedback=self.any_feedback or bool(np.any(a.feedback_score[at] != 0.0)),
         )
