@@ -34,24 +34,34 @@ def _held(mem: Memory) -> list[AgentArrays]:
     return held
 
 
-@pytest.mark.parametrize("seed", [3, 8, 21])
-def test_cached_bounds_stay_those_of_every_row(tmp_path: Path, seed: int) -> None:
+@pytest.mark.parametrize(("seed", "reopened"), [(3, False), (8, False), (21, True), (34, True)])
+def test_cached_bounds_stay_those_of_every_row(tmp_path: Path, seed: int, reopened: bool) -> None:
+    """Through touches, ratings, supersessions, closings, forgets and appends; ``reopened``:
+    from bounds computed for every agent at once when a snapshot loads (``Span``)."""
     rng = random.Random(seed)
     clock = SimClock(T0)
-    with _open(tmp_path / "memory.db", clock, snapshot=None) as mem:
+    path = tmp_path / "memory.db"
+    with _open(path, clock, snapshot=0 if reopened else None) as mem:
         ids = _fill(mem, clock, rng, 60)
         _held(mem)
+    with _open(path, clock, snapshot=0 if reopened else None) as mem:
+        _held(mem)
+        assert mem._h.index.loaded_from == ("snapshot" if reopened else "store")
         for _ in range(4):
             _change(mem, clock, rng, ids)  # touches, ratings, supersessions, forgets, appends
             ids[:] = [r for r in ids if mem.get(r).status.value == "open"]
             facts = [r for r in ids if mem.get(r).kind.value == "fact"]
             if facts:  # a closing moves valid_until inwards
                 mem.close_record(rng.choice(facts), reason="ended")
+            for a in _arrays(mem, list(AGENTS)):
+                assert a.bounds() == _fresh(a)
+            agent = rng.choice(AGENTS)
             mem.remember(
-                "a fact valid until tomorrow", agent=rng.choice(AGENTS), kind="fact",
+                "a fact valid until tomorrow", agent=agent, kind="fact",
                 valid_until=clock.now() + timedelta(days=1),
             )  # fmt: skip
             for a in _arrays(mem, list(AGENTS)):
+                assert a._bounds is not None  # the append widened its agent's, kept the others'
                 assert a.bounds() == _fresh(a)
 
 

@@ -6,6 +6,7 @@ the service's certificate, and take ``SSL_CERT_FILE`` as set when the first clie
 from __future__ import annotations
 
 import asyncio
+import shutil
 import ssl
 import subprocess
 from collections.abc import Iterator
@@ -31,6 +32,8 @@ def fresh_tls() -> Iterator[None]:
 def https(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """An HTTPS server on 127.0.0.1 with a self-signed certificate that answers every read with
     no hits; its URL and the certificate's file."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
@@ -45,24 +48,36 @@ def https(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         yield url.removesuffix("/v1"), cert
 
 
-def test_every_client_of_a_process_shares_one_tls_context(
+def test_every_client_of_a_process_loads_the_ca_bundle_once(
     fresh_tls: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    made: list[ssl.SSLContext] = []
-    create = httpx.create_ssl_context
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    loads: list[object] = []
+    load = ssl.SSLContext.load_verify_locations
 
-    def counted() -> ssl.SSLContext:
-        made.append(create())
-        return made[-1]
+    def counted(self: ssl.SSLContext, *args: object, **kwargs: object) -> None:
+        loads.append(args or kwargs)
+        load(self, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(httpx, "create_ssl_context", counted)
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
     clients = [Client("http://127.0.0.1:9", space="s") for _ in range(3)]
     async_clients = [AsyncClient("http://127.0.0.1:9", space="s") for _ in range(3)]
-    assert len(made) == 1
+    assert len(loads) == 1  # (httpx alone: one per client)
     for c in clients:
         c.close()
     for a in async_clients:
         asyncio.run(a.aclose())
+
+
+def test_a_client_given_a_transport_makes_no_tls_context(
+    fresh_tls: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", "/nonexistent/bundle.pem")  # (unread: nothing fails)
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, json=[]))
+    with Client("https://example.invalid", space="s", transport=transport) as client:
+        assert client.peek("anything") == []
+    assert tls_context.cache_info().currsize == 0
 
 
 def test_the_shared_context_still_verifies_the_service(

@@ -261,7 +261,7 @@ class Client(_Verbs):
         headers: Mapping[str, str] | None = None,
     ) -> None:
         self._setup(url, key, space, headers, timeout)
-        self._http = httpx.Client(timeout=timeout, transport=transport, verify=tls_context())
+        self._http = httpx.Client(timeout=timeout, transport=transport, verify=_verify(transport))
 
     def send(self, call: Call[T]) -> T:
         """Send one call and read its answer."""
@@ -300,7 +300,9 @@ class AsyncClient(_Verbs):
         headers: Mapping[str, str] | None = None,
     ) -> None:
         self._setup(url, key, space, headers, timeout)
-        self._http = httpx.AsyncClient(timeout=timeout, transport=transport, verify=tls_context())
+        self._http = httpx.AsyncClient(
+            timeout=timeout, transport=transport, verify=_verify(transport)
+        )
 
     async def send(self, call: Call[T]) -> T:
         """Send one call and read its answer."""
@@ -326,8 +328,15 @@ def tls_context() -> ssl.SSLContext:
     defaults (the CA bundle, ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` as set at the first client),
     made once. httpx makes them again for each client by default, loading the CA bundle each
     time: ~30 ms a client, a second for a simulation's 32 agents, during which an event loop
-    runs nothing else."""
+    runs nothing else. Shared: change nothing on it; ``tls_context.cache_clear()`` makes the
+    next client read the environment again."""
     return httpx.create_ssl_context()
+
+
+def _verify(transport: object) -> ssl.SSLContext | bool:
+    """``verify`` for a client's httpx client: the shared context, unless a transport of the
+    caller's carries its own settings (httpx then makes none)."""
+    return tls_context() if transport is None else True
 
 
 class RemoteClock:
