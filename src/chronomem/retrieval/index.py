@@ -297,6 +297,8 @@ class AgentArrays(DerivedColumns, PassageVectors):
         if rows.size == 0:
             return
         start = self.n
+        # (dropped until the rows are in: an append that fails half-way leaves none stale)
+        bounds, self._bounds = self._bounds, None
         self._grow(start + rows.size)
         at = np.arange(start, start + rows.size)
         self._write_rows(at, cols, rows)
@@ -328,7 +330,7 @@ class AgentArrays(DerivedColumns, PassageVectors):
         if start and self.pk[start - 1] >= self.pk[start]:
             raise StoreError("store keys are not increasing; the in-memory index is out of sync")
         self._extend_keys(start)
-        self._bounds = None if self._bounds is None else self._bounds.widened(self, at)
+        self._bounds = None if bounds is None else bounds.widened(self, at)
 
     def update(self, cols: RecordColumns, rows: Rows) -> None:
         """Overwrite the mutable columns of rows already held (texts and kinds never change;
