@@ -86,3 +86,32 @@ def test_a_touch_keeps_the_bounds_and_an_append_widens_them(tmp_path: Path) -> N
         assert ada._bounds != before["ada"][0]
         assert ada._bounds == _fresh(ada)
         assert ada._bounds.max_recorded == ada.recorded_at[ada.n - 1]
+
+
+def test_another_handles_writes_keep_the_bounds_those_of_every_row(tmp_path: Path) -> None:
+    """Writes by a second handle on the file reach the first one's index by its sync (as another
+    process's do): its touching reads keep the first handle's bounds; its ratings, a supersession
+    and an append leave them what a pass over every row finds."""
+    rng = random.Random(13)
+    clock = SimClock(T0)
+    path = tmp_path / "memory.db"
+    with _open(path, clock, snapshot=None) as mine, _open(path, clock, snapshot=None) as other:
+        ids = _fill(mine, clock, rng, 50)
+        kept = {a.agent: a._bounds for a in _held(mine)}
+        clock.advance(hours=1)
+        assert other.recall("river lamp", agents=list(AGENTS), k=10)
+        for a in _arrays(mine, list(AGENTS)):
+            assert a._bounds is kept[a.agent]
+        clock.advance(hours=1)
+        rated = rng.sample(ids, 5)
+        for rid in rated:
+            other.feedback(rid, "helpful")
+        old = next(r for r in ids if r not in rated and other.get(r).kind.value == "observation")
+        other.supersede(old, "a newer word on the river lamp", reason="changed")
+        for a in _arrays(mine, list(AGENTS)):
+            assert a.bounds() == _fresh(a)
+        assert any(a.bounds().any_feedback for a in _arrays(mine, list(AGENTS)))
+        other.remember("a new fact", agent="cy", kind="fact", valid_until=clock.now())
+        for a in _arrays(mine, list(AGENTS)):
+            assert a._bounds is not None
+            assert a.bounds() == _fresh(a)

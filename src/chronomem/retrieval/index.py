@@ -50,25 +50,42 @@ class Bounds:
     kinds: frozenset[Kind]
     any_feedback: bool
 
-    def widened(self, a: AgentArrays, at: Rows) -> Bounds:
-        """These bounds with the rows ``at`` of ``a`` appended since (their extremes can only
-        move outwards): what a pass over every row would find, without the pass (``np.unique``
-        of 100k kinds alone costs ~0.7 ms a write)."""
-        if at.size == 0:
-            return self
+    @staticmethod
+    def of(a: AgentArrays, rows: Rows | slice) -> Bounds:
+        """The bounds of the given rows of ``a`` (at least one)."""
         return Bounds(
-            max_recorded=max(self.max_recorded, int(a.recorded_at[at].max())),
-            min_superseded=min(self.min_superseded, int(a.superseded_at[at].min())),
-            max_valid_from=max(self.max_valid_from, int(a.valid_from[at].max())),
+            max_recorded=int(a.recorded_at[rows].max()),
+            min_superseded=int(a.superseded_at[rows].min()),
+            max_valid_from=int(a.valid_from[rows].max()),
             min_valid_until=min(
-                self.min_valid_until,
-                int(a.valid_until[at].min()),
-                int(a.valid_until_before[at].min()),
+                int(a.valid_until[rows].min()), int(a.valid_until_before[rows].min())
             ),
-            kinds=self.kinds | {KINDS[c] for c in np.unique(a.kind[at])},
-            any_feedback=self.any_feedback or bool(np.any(a.feedback_score[at] != 0.0)),
+            kinds=frozenset(KINDS[c] for c in np.unique(a.kind[rows])),
+            any_feedback=bool(np.any(a.feedback_score[rows] != 0.0)),
         )
 
+    def widened(self, a: AgentArrays, at: Rows) -> Bounds:
+        """These bounds with the rows ``at`` of ``a`` appended since (extremes only move
+        outwards): what a pass over every row would find, from the new rows alone (``np.unique``
+        of 100k kinds costs ~0.9 ms)."""
+        if at.size == 0:
+            return self
+        new = Bounds.of(a, at)
+        return Bounds(
+            max_recorded=max(self.max_recorded, new.max_recorded),
+            min_superseded=min(self.min_superseded, new.min_superseded),
+            max_valid_from=max(self.max_valid_from, new.max_valid_from),
+            min_valid_until=min(self.min_valid_until, new.min_valid_until),
+            kinds=self.kinds | new.kinds,
+            any_feedback=self.any_feedback or new.any_feedback,
+        )
+
+
+#: the bounds of an agent with no rows (every read's instants lie inside them)
+NO_ROWS = Bounds(
+    max_recorded=SINCE_EVER, min_superseded=NEVER, max_valid_from=SINCE_EVER,
+    min_valid_until=NEVER, kinds=frozenset(), any_feedback=False,
+)  # fmt: skip
 
 _ID_DTYPE = np.dtype("<U26")
 #: ``rows_of`` keeps a key-to-row table from this many rows on (below, a binary search is as
@@ -413,23 +430,7 @@ class AgentArrays(DerivedColumns, PassageVectors):
         """Extremes of the visibility and lifecycle columns: when a read's instants lie inside
         them every row is visible and the lifecycle factor is 1, so the read skips those passes."""
         if self._bounds is None:
-            n = self.n
-            if n == 0:
-                self._bounds = Bounds(
-                    max_recorded=SINCE_EVER, min_superseded=NEVER, max_valid_from=SINCE_EVER,
-                    min_valid_until=NEVER, kinds=frozenset(), any_feedback=False,
-                )  # fmt: skip
-            else:
-                self._bounds = Bounds(
-                    max_recorded=int(self.recorded_at[:n].max()),
-                    min_superseded=int(self.superseded_at[:n].min()),
-                    max_valid_from=int(self.valid_from[:n].max()),
-                    min_valid_until=int(
-                        min(self.valid_until[:n].min(), self.valid_until_before[:n].min())
-                    ),
-                    kinds=frozenset(KINDS[c] for c in np.unique(self.kind[:n])),
-                    any_feedback=bool(np.any(self.feedback_score[:n] != 0.0)),
-                )
+            self._bounds = Bounds.of(self, slice(0, self.n)) if self.n else NO_ROWS
         return self._bounds
 
     def rows_of(self, pks: npt.NDArray[np.int64]) -> tuple[Rows, npt.NDArray[np.bool_]]:
