@@ -17,6 +17,7 @@ import numpy.typing as npt
 import pytest
 
 from chronomem import Memory, SimClock
+from chronomem.retrieval import compact
 
 from .postgres_server import Unavailable, server
 
@@ -98,6 +99,16 @@ class GatedEmbedder(FixedEmbedder):
             self.entered.set()
             assert self.release.wait(30)
         return super().embed(texts)
+
+
+@pytest.fixture
+def scan_threads() -> Iterator[None]:
+    """The process's int8 scan thread count restored after the test."""
+    before = compact.set_scan_threads(0)
+    try:
+        yield
+    finally:
+        compact.set_scan_threads(before)
 
 
 @pytest.fixture

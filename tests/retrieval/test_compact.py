@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from chronomem import PRESETS, Memory, SimClock
 from chronomem.config import Normalisation
+from chronomem.errors import ConfigError
 from chronomem.retrieval import compact
 from chronomem.scoring.score import Candidates, rank, score
 
@@ -45,6 +46,39 @@ def test_every_exact_cosine_lies_within_its_bound(seed: int, spread: float) -> N
     exact = rows.astype(np.float64) @ query.astype(np.float64)
     assert np.all(np.abs(exact - approx) <= bound)
     assert np.all(bound < 0.1)
+
+
+def test_the_scan_runs_on_the_threads_set_with_the_same_products(
+    scan_threads: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(7)
+    rows = rng.normal(size=(2_000, DIM)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    query = rows[5] + 0.1 * rows[6]
+    codes = compact.Codes.of(rows, rows.shape[0])
+    real = compact._simsimd()
+    asked: list[int] = []
+
+    class Counted:
+        def cdist(self, *args: Any, threads: int, **kwargs: Any) -> Any:
+            asked.append(threads)
+            return real.cdist(*args, threads=threads, **kwargs)
+
+    monkeypatch.setattr(compact, "_simsimd", lambda: Counted())
+    results = []
+    for count in (0, 1, 2):
+        compact.set_scan_threads(count)
+        results.append(compact.cosines(codes, rows.shape[0], query))
+    assert asked == [0, 1, 2]
+    for approx, bound in results[1:]:  # the same integer dot products on any thread count
+        assert np.array_equal(approx, results[0][0])
+        assert bound == results[0][1]
+
+
+@pytest.mark.parametrize("count", [-1, 1.5, True, "2"])
+def test_a_scan_thread_count_must_be_a_whole_number(scan_threads: None, count: Any) -> None:
+    with pytest.raises(ConfigError, match="scan threads"):
+        compact.set_scan_threads(count)
 
 
 def _build(path: Path, n: int, seed: int) -> tuple[SimClock, list[str]]:

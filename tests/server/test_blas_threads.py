@@ -1,5 +1,5 @@
-"""`chronomem serve` runs numpy's BLAS on one thread unless the environment says otherwise
-(docs/http.md, "Threads")."""
+"""`chronomem serve` runs numpy's BLAS and the int8 scan on one thread unless the environment
+says otherwise (docs/http.md, "Threads")."""
 
 from __future__ import annotations
 
@@ -10,8 +10,14 @@ from typing import Any
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from chronomem.retrieval import compact
 from chronomem.server import run
-from chronomem.server.run import BLAS_THREAD_VARIABLES, ServeSettings, one_blas_thread
+from chronomem.server.run import (
+    BLAS_THREAD_VARIABLES,
+    ServeSettings,
+    one_blas_thread,
+    one_scan_thread,
+)
 from chronomem.server.stopping import StoppingServer
 
 
@@ -45,17 +51,30 @@ def test_a_thread_count_in_the_environment_is_left_as_chosen(
     assert blas_threads() == {2}
 
 
-def test_serve_scores_on_one_blas_thread(
-    two_blas_threads: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("environ", "count"),
+    [({}, 1), ({"OMP_NUM_THREADS": "3"}, 3), ({"OMP_NUM_THREADS": "0"}, 1),
+     ({"OMP_NUM_THREADS": "many"}, 1), ({"OPENBLAS_NUM_THREADS": "4"}, 1)],
+)  # fmt: skip
+def test_the_int8_scan_runs_on_one_thread_unless_openmp_is_given_a_count(
+    scan_threads: None, environ: dict[str, str], count: int
+) -> None:
+    assert one_scan_thread(environ) == count
+    assert compact.set_scan_threads(0) == count
+
+
+def test_serve_scores_on_one_blas_thread_and_scans_on_one(
+    two_blas_threads: None, scan_threads: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name in BLAS_THREAD_VARIABLES:
         monkeypatch.delenv(name, raising=False)
-    seen: list[set[int]] = []
+    seen: list[tuple[set[int], int]] = []
 
     def run_server(self: StoppingServer, *args: Any, **kwargs: Any) -> None:
-        seen.append(blas_threads())  # what the service's requests would score with
+        # what the service's requests would score with
+        seen.append((blas_threads(), compact._scan_threads))
         self.started = True
 
     monkeypatch.setattr(StoppingServer, "run", run_server)
     assert run.serve(ServeSettings(db=tmp_path / "s.db", port=0)) == 0
-    assert seen == [{1}]
+    assert seen == [({1}, 1)]

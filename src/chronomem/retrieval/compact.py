@@ -26,12 +26,13 @@ import numpy.typing as npt
 
 from chronomem.arrays import F32, F64, Mask, Rows
 from chronomem.config import Normalisation, RecencyMode, RelevanceMode, ScoringConfig
+from chronomem.errors import ConfigError
 from chronomem.scoring.components import elapsed_recency, fixed_lexical
 from chronomem.scoring.score import Candidates, Scores, effective_relevance, floored, score
 
 __all__ = [
     "DEFAULT_COMPACT_RECORDS", "Codes", "available", "best_scores", "boundable", "cosines",
-    "dense_slope", "linear_in_cosine", "refine", "widen_extremes",
+    "dense_slope", "linear_in_cosine", "refine", "set_scan_threads", "widen_extremes",
 ]  # fmt: skip
 
 #: An agent's vectors are scanned in int8 from this many records on (below, the float32
@@ -40,6 +41,9 @@ DEFAULT_COMPACT_RECORDS = 100_000
 _SLACK = 1e-6  # float32 rounding in the exact products and the scale arithmetic
 _CHUNK = 65_536
 _ONE_US = timedelta(microseconds=1)
+# The int8 scan's threads: 0 splits each scan over every core (SimSIMD's OpenMP takes the
+# processor count, whatever OMP_NUM_THREADS says). See set_scan_threads.
+_scan_threads = 0
 
 
 @cache
@@ -54,6 +58,22 @@ def _simsimd() -> Any:
 def available() -> bool:
     """Whether the int8 scan can run (``simsimd`` is installed)."""
     return _simsimd() is not None
+
+
+def set_scan_threads(count: int) -> int:
+    """Run this process's int8 scans on ``count`` threads (0, the default: one per core);
+    returns the count before. A process answering many reads at once (``chronomem serve``)
+    wants 1: split over both cores of a two-core machine, a scan took 2.1 ms instead of 3.9 ms
+    alone, but its second thread kept waiting busily for work after each scan, so a read took
+    about twice the processor time — two processes reading at once each read in 22–24 ms
+    instead of 13–14 ms on one thread (docs/http.md, "Threads")."""
+    global _scan_threads
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ConfigError(
+            f"scan threads must be a whole number >= 0 (0: every core); got {count!r}"
+        )
+    before, _scan_threads = _scan_threads, count
+    return before
 
 
 def quantize(rows: F32) -> tuple[npt.NDArray[np.int8], F32, F32]:
@@ -114,9 +134,8 @@ def cosines(codes: Codes, n: int, query: F32) -> tuple[F64, float]:
     simsimd = _simsimd()
     q_codes, q_scale, q_err = quantize(np.asarray(query, dtype=np.float32)[None, :])
     q_norm = float(np.linalg.norm(query.astype(np.float64)))
-    dots = np.asarray(
-        simsimd.cdist(q_codes, codes.codes[:n], metric="dot", threads=0), dtype=np.float64
-    )[0]
+    products = simsimd.cdist(q_codes, codes.codes[:n], metric="dot", threads=_scan_threads)
+    dots = np.asarray(products, dtype=np.float64)[0]
     approx = np.multiply(dots, codes.scale[:n])
     approx *= float(q_scale[0])
     err = float(codes.err[:n].max()) if n else 0.0

@@ -12,10 +12,11 @@ from typing import Any
 from chronomem.embedders.base import Embedder
 from chronomem.errors import ConfigError
 from chronomem.llm.base import LLMClient
+from chronomem.retrieval.compact import set_scan_threads
 from chronomem.server.auth import is_loopback
 from chronomem.server.observe import ACCESS_LOG
 
-__all__ = ["ServeSettings", "one_blas_thread", "serve"]
+__all__ = ["ServeSettings", "one_blas_thread", "one_scan_thread", "serve"]
 
 _log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ def serve(settings: ServeSettings) -> int:
             f"chronomem serve needs the serve extra: pip install 'chronomem[serve]' ({exc})"
         ) from exc
     one_blas_thread(os.environ)
+    one_scan_thread(os.environ)
     embedder = (
         None
         if settings.embedder is None
@@ -115,6 +117,17 @@ def one_blas_thread(environ: Mapping[str, str]) -> bool:
         return False
     threadpool_limits(limits=1, user_api="blas")
     return True
+
+
+def one_scan_thread(environ: Mapping[str, str]) -> int:
+    """Run this process's int8 scans (``retrieval/compact.py``) on ``OMP_NUM_THREADS`` threads
+    when ``environ`` sets it to a count, else on one; returns the count. Left to itself,
+    SimSIMD splits each scan over every core, and its threads wait busily for more work after
+    it, taking a core from the requests scored beside it (docs/http.md, "Threads")."""
+    chosen = environ.get("OMP_NUM_THREADS", "").strip()
+    count = int(chosen) if chosen.isdigit() and int(chosen) > 0 else 1
+    set_scan_threads(count)
+    return count
 
 
 def _logging(settings: ServeSettings) -> dict[str, Any]:
