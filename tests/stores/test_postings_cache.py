@@ -123,10 +123,18 @@ def test_reindexing_drops_the_held_postings(location: str | Path, clock: SimCloc
         assert _scores(mem, "lamp", ["ana"]) == _fresh(location, clock, "lamp", ["ana"])
 
 
-def test_fetched_postings_are_the_stored_rows(location: str | Path, clock: SimClock) -> None:
-    """A term's postings as fetched (one joined row per term and agent, parsed by numpy) are
-    exactly the table's rows for it, in pk order, with each row's agent — for terms of Korean,
-    Japanese and English chat turns and prose, held by several agents or by one, and absent."""
+@pytest.mark.parametrize(
+    ("writers", "unlisted"),
+    [(AGENTS, 0), (AGENTS[:1], 0), (AGENTS[:2], 1)],
+    ids=["three agents", "one agent", "an agent missing from the agents table"],
+)
+def test_fetched_postings_are_the_stored_rows(
+    location: str | Path, clock: SimClock, writers: list[str], unlisted: int
+) -> None:
+    """A term's postings as fetched (joined rows parsed by numpy: per term and agent, or per
+    term in a space of one agent) are exactly the table's rows for it, in pk order, with each
+    row's agent — for terms of Korean, Japanese and English chat turns and prose, held by
+    several agents or by one, and absent; also when the agents table lists one agent of two."""
     texts = [
         "Ana: 등대 불이 꺼졌어요", "Ben: 灯台の火が消えた", "the lamp in the lighthouse went out",
         "Cho: 시장에서 빵을 샀다", "bread from the market, 빵 and 港", "Ana: the lamp again",
@@ -134,12 +142,16 @@ def test_fetched_postings_are_the_stored_rows(location: str | Path, clock: SimCl
     with Memory.open(location, embedder=None, clock=clock) as mem:
         for i in range(60):
             clock.advance(minutes=1)
-            mem.remember(f"{texts[i % len(texts)]} {i}", agent=AGENTS[i % len(AGENTS)])
+            mem.remember(f"{texts[i % len(texts)]} {i}", agent=writers[i % len(writers)])
         db = store_of(mem)
+        with db.write():
+            for agent in writers[len(writers) - unlisted :]:
+                db._execute("DELETE FROM agents WHERE space = ? AND agent = ?", (mem.space, agent))
         rows = db._query(
             "SELECT term, pk, agent, tf, dl FROM postings WHERE space = ? ORDER BY term, pk",
             (mem.space,),
         )
+        assert {r[2] for r in rows} == set(writers)
         terms = sorted({r[0] for r in rows})
         assert len(terms) > 20
         assert any(not t.isascii() for t in terms)

@@ -256,20 +256,46 @@ def _fetch(
     ``agents``. One row per term and agent, its columns joined into strings the database makes
     and numpy parses: a row per posting made Python objects of every value (at 100k dialogue
     turns, ~18,000 postings for a question: 66 ms against 20). Terms travel as their position in
-    ``terms``: no term strings cross back from the database."""
+    ``terms``: no term strings cross back from the database.
+
+    A space of one agent groups by term alone, in the primary key's order: grouping by agent
+    too made the database sort every posting first (2,000 postings: 1.1–1.8 ms against 0.7). A
+    term whose postings name more than one agent anyway (a store whose agents table lacks
+    one) is fetched again by agent."""
     if not terms:
         return {}
-    which = "CASE term " + " ".join(f"WHEN ? THEN {i}" for i in range(len(terms))) + " END"
-    rows = db._query(
-        f"SELECT {which}, agent, {db._joined('pk')}, {db._joined('tf')}, {db._joined('dl')}"
-        f" FROM postings WHERE space = ? AND term IN ({marks(len(terms))}) GROUP BY term, agent",
-        (*terms, space, *terms),
-    )
+    positions = dict(zip(terms, range(len(terms)), strict=True))
+    rows: list[Sequence[Any]] = []
+    several = list(terms)
+    if len(db._query("SELECT agent FROM agents WHERE space = ? LIMIT 2", (space,))) == 1:
+        grouped = _postings(db, space, several, positions, "MIN(agent), MAX(agent)", "term")
+        rows = [(key, low, *columns) for key, low, high, *columns in grouped if low == high]
+        several = [terms[int(key)] for key, low, high, *_ in grouped if low != high]
+    if several:
+        rows += _postings(db, space, several, positions, "agent", "term, agent")
     found = {terms[int(position)]: t for position, t in _grouped(rows, agents).items()}
     empty = np.empty(0, np.int32)
     for term in terms:
         found.setdefault(term, _Term(np.empty(0, np.int64), empty, empty, empty))
     return found
+
+
+def _postings(
+    db: SQLBackend,
+    space: str,
+    terms: Sequence[str],
+    positions: dict[str, int],
+    agent: str,
+    group: str,
+) -> list[Any]:
+    """Rows of (position, ``agent`` columns, pks, tfs, dls) of ``terms``' postings, grouped by
+    ``group``; a term is named by its ``positions`` entry."""
+    which = "CASE term " + " ".join(f"WHEN ? THEN {positions[t]}" for t in terms) + " END"
+    return db._query(
+        f"SELECT {which}, {agent}, {db._joined('pk')}, {db._joined('tf')}, {db._joined('dl')}"
+        f" FROM postings WHERE space = ? AND term IN ({marks(len(terms))}) GROUP BY {group}",
+        (*terms, space, *terms),
+    )
 
 
 def _ints(joined: str) -> I64:
