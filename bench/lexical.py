@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine, write_results
 from _quality import store_of
 from chronomem import Memory, SimClock
+from chronomem.analysis.analyser import default_analyser
 from chronomem.stores.postgres import redact, scratch_database
-from chronomem.text import query_terms
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 
@@ -100,14 +100,14 @@ def main() -> int:
     args = parser.parse_args()
     turns, questions = corpus()
     docs = texts(turns, args.n)
-    queries = [q for q in questions if query_terms(q)][: args.queries]
+    queries = [q for q in questions if default_analyser().query_terms(q)][: args.queries]
     rows: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="chronomem-bench-") as tmp:
         mem, build = fill(Path(tmp) / "chronomem.db", docs)
         conn, fts_build = fts5(Path(tmp) / "fts5.db", docs)
 
         def baseline(q: str) -> object:
-            match = " OR ".join(f'"{term}"' for term in query_terms(q))
+            match = " OR ".join(f'"{term}"' for term in default_analyser().query_terms(q))
             return conn.execute(
                 "SELECT rowid, -bm25(t) FROM t WHERE t MATCH ?", (match,)
             ).fetchall()
