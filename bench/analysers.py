@@ -17,6 +17,7 @@ call takes (loading the dictionary).
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import tempfile
 import time
@@ -146,6 +147,8 @@ def speed(chosen: Analyser, texts: list[str]) -> tuple[float, float]:
 
 
 def main() -> int:
+    # no options: --help describes the run instead of running it
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     import json
 
     data = json.loads(DATA.read_text())

@@ -23,6 +23,7 @@ Writes ``bench/results/importance.{json,md}``.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -119,6 +120,8 @@ def remember_all_s(
 
 
 def main() -> int:
+    # no options: --help describes the run instead of running it
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     rows = [json.loads(line) for f in LABELS for line in f.read_text().splitlines() if line.strip()]
     texts = [r["text"] for r in rows]
     labels = np.array([r["importance"] for r in rows], np.float64)

@@ -16,6 +16,7 @@ Writes ``bench/results/importance_languages.{json,md}``.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -31,6 +32,8 @@ LABELS = Path(__file__).resolve().parent / "data" / "importance_cjk.jsonl"
 
 
 def main() -> int:
+    # no options: --help describes the run instead of running it
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     rows = [json.loads(line) for line in LABELS.read_text("utf-8").splitlines() if line.strip()]
     labels = np.array([r["importance"] for r in rows], np.float64)
     scorers = {

@@ -29,3 +29,9 @@ def test_a_bench_script_imports(script: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setitem(sys.modules, spec.name, module)
     spec.loader.exec_module(module)
     assert callable(getattr(module, "main", None)), f"{script.name} has no main()"
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[p.stem for p in SCRIPTS])
+def test_a_bench_script_parses_its_arguments(script: Path) -> None:
+    """So ``--help`` describes a run instead of starting one (and overwriting its results)."""
+    assert ".parse_args(" in script.read_text("utf-8"), f"{script.name} reads no arguments"
