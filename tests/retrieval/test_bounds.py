@@ -5,7 +5,11 @@ stay what a pass over every row finds."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,8 +19,10 @@ import pytest
 from chronomem import Memory, SimClock
 from chronomem.retrieval.index import AgentArrays
 
-from ..conftest import T0
+from ..conftest import T0, store_of
 from .test_snapshot import AGENTS, _arrays, _change, _fill, _open
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _fresh(a: AgentArrays) -> object:
@@ -88,30 +94,76 @@ def test_a_touch_keeps_the_bounds_and_an_append_widens_them(tmp_path: Path) -> N
         assert ada._bounds.max_recorded == ada.recorded_at[ada.n - 1]
 
 
-def test_another_handles_writes_keep_the_bounds_those_of_every_row(tmp_path: Path) -> None:
-    """Writes by a second handle on the file reach the first one's index by its sync (as another
-    process's do): its touching reads keep the first handle's bounds; its ratings, a supersession
-    and an append leave them what a pass over every row finds."""
+def _write(mem: Memory, op: str, args: list[str]) -> None:
+    """One write of the other writer (a handle here, or :data:`_CHILD` in another process)."""
+    if op == "recall":  # touching
+        assert mem.recall(args[0], agents=list(AGENTS), k=10)
+    elif op == "rate":
+        for rid in args:
+            mem.feedback(rid, "helpful")
+    elif op == "supersede":
+        mem.supersede(args[0], "a newer word on the river lamp", reason="changed")
+    else:
+        assert op == "remember"
+        mem.remember("a new fact", agent="cy", kind="fact", valid_until=mem.clock.now())
+
+
+# The other writer as another process: its own connection, its own locks on the file.
+_CHILD = """
+import sys
+from datetime import datetime
+from chronomem import SimClock
+from tests.retrieval.test_bounds import _write
+from tests.retrieval.test_snapshot import _open
+path, now, op, *args = sys.argv[1:]
+with _open(path, SimClock(datetime.fromisoformat(now)), snapshot=None) as mem:
+    _write(mem, op, args)
+"""
+
+
+@pytest.mark.parametrize("writer", ["handle", "process"])
+def test_another_writers_writes_keep_the_bounds_those_of_every_row(
+    tmp_path: Path, writer: str
+) -> None:
+    """Writes by a second handle on the file, or by another process, reach the first handle's
+    index by its sync: a touching read keeps its bounds; ratings, a supersession and an append
+    leave them what a pass over every row finds."""
     rng = random.Random(13)
     clock = SimClock(T0)
     path = tmp_path / "memory.db"
-    with _open(path, clock, snapshot=None) as mine, _open(path, clock, snapshot=None) as other:
+    with contextlib.ExitStack() as stack:
+        mine = stack.enter_context(_open(path, clock, snapshot=None))
+        other = (
+            stack.enter_context(_open(path, clock, snapshot=None)) if writer == "handle" else None
+        )
+
+        def write(op: str, *args: str) -> None:
+            if other is not None:
+                _write(other, op, list(args))
+                return
+            subprocess.run(
+                [sys.executable, "-c", _CHILD, str(path), clock.now().isoformat(), op, *args],
+                check=True, capture_output=True, timeout=120, cwd=ROOT,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])},
+            )  # fmt: skip
+
         ids = _fill(mine, clock, rng, 50)
         kept = {a.agent: a._bounds for a in _held(mine)}
+        seq = store_of(mine).change_seq(mine.space)
         clock.advance(hours=1)
-        assert other.recall("river lamp", agents=list(AGENTS), k=10)
+        write("recall", "river lamp")
+        assert store_of(mine).change_seq(mine.space) > seq  # the touch was written
         for a in _arrays(mine, list(AGENTS)):
             assert a._bounds is kept[a.agent]
         clock.advance(hours=1)
         rated = rng.sample(ids, 5)
-        for rid in rated:
-            other.feedback(rid, "helpful")
-        old = next(r for r in ids if r not in rated and other.get(r).kind.value == "observation")
-        other.supersede(old, "a newer word on the river lamp", reason="changed")
+        write("rate", *rated)
+        old = next(r for r in ids if r not in rated and mine.get(r).kind.value == "observation")
+        write("supersede", old)
         for a in _arrays(mine, list(AGENTS)):
             assert a.bounds() == _fresh(a)
         assert any(a.bounds().any_feedback for a in _arrays(mine, list(AGENTS)))
-        other.remember("a new fact", agent="cy", kind="fact", valid_until=clock.now())
+        write("remember")
         for a in _arrays(mine, list(AGENTS)):
             assert a._bounds is not None
             assert a.bounds() == _fresh(a)
