@@ -1,6 +1,6 @@
 """Every benchmark script under ``bench/`` still imports: its module-level code runs against
-today's package (``bench/lexical.py`` imported ``chronomem.text.query_terms`` for a week after
-it moved, and nothing noticed until someone ran it). Their ``main`` is not run here: the
+today's package (``bench/lexical.py`` imported ``chronomem.text.query_terms`` for six days after
+it moved, e1381bf, and nothing noticed until someone ran it). Their ``main`` is not run here: the
 figures they print are the benchmarks' business (``docs/benchmarks.md``)."""
 
 from __future__ import annotations
