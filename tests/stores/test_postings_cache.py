@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -67,6 +68,51 @@ def test_a_long_lived_handle_scores_as_a_fresh_one(location: str | Path, clock: 
             asked = rng.sample(AGENTS, rng.randint(1, 3))
             assert _scores(kept, query, asked) == _fresh(location, clock, query, asked), step
         assert store_of(kept)._postings._terms  # the comparisons went through held postings
+    finally:
+        kept.close()
+        other.close()
+
+
+def test_a_catch_up_reads_the_added_records_postings_only(
+    location: str | Path, clock: SimClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After another handle touched held records and added some (two writes between two reads
+    of the long-lived handle), its catch-up parses the postings of the added records alone (a
+    touched record's postings cannot have changed), and it still scores as a fresh handle."""
+    kept = Memory.open(location, embedder=None, clock=clock)
+    other = Memory.open(location, embedder=None, clock=clock)
+    try:
+        for i, word in enumerate(WORDS):
+            kept.remember(f"{word} {WORDS[(i + 3) % len(WORDS)]} n{i}", agent="ana")
+        query = "lamp storm tide rope"
+        assert _scores(kept, query, ["ana"])  # the terms are held
+        clock.advance(minutes=1)
+        assert other.recall("lamp storm", agent="ana", k=5)  # touches: their keys change too
+        added = other.remember_many(
+            [{"text": "lamp and tide at dusk", "agent": "ana"},
+             {"text": "storm rope n99", "agent": "ana"}]
+        )  # fmt: skip
+        new = [r.id for r in added if r.stored]
+        assert len(new) == 2
+        new_pks = {
+            int(pk)
+            for (pk,) in store_of(kept)._query(
+                "SELECT pk FROM records WHERE id IN (?, ?)", tuple(new)
+            )
+        }
+        parsed: list[int] = []
+        grouped = postings_cache._grouped
+
+        def spy(rows: Any, agents: dict[str, int]) -> Any:
+            parsed.extend(int(pk) for row in rows for pk in str(row[2]).split(","))
+            return grouped(rows, agents)
+
+        monkeypatch.setattr(postings_cache, "_grouped", spy)
+        caught_up = _scores(kept, query, ["ana"])
+        monkeypatch.undo()
+        assert parsed
+        assert set(parsed) <= new_pks
+        assert caught_up == _fresh(location, clock, query, ["ana"])
     finally:
         kept.close()
         other.close()

@@ -212,33 +212,33 @@ class PostingsCache:
     def _catch_up(self, db: SQLBackend, space: str, state: _Space, docs: tuple[int, int]) -> None:
         """Bring the space's terms from ``state.seq`` to the snapshot's counter. Postings change
         only when records are added (the space's document count grows) or purged (a
-        tombstone): a change that does neither — a touch, a closing, a rating — costs one query."""
+        tombstone): a change that does neither — a touch, a closing, a rating — costs one query.
+
+        The records added since are the space's newest: its writers take the space's lock
+        (``backend.bump``) before they insert, and keys only grow, so the ``n`` added records
+        (the growth of the document count) are the ``n`` changed records of the largest keys.
+        Only their postings are read: the records a read touched since changed too, and
+        reading their postings again (a touch of 10 dialogue turns, ~500 postings in ~300
+        groups) cost up to 14 ms of the next read, to learn nothing."""
         if not state.terms:
             return
         after = (space, state.seq)
         gone = db._query(
             "SELECT 1 FROM tombstones WHERE space = ? AND change_seq > ? LIMIT 1", after
         )
-        if gone:
+        added = docs[0] - state.docs[0]
+        if gone or added < 0 or added > _DELTA or (added == 0 and docs != state.docs):
             self._drop(space, state)
             return
-        if docs == state.docs:
-            return
-        changed = db._query(
-            "SELECT COUNT(*) FROM records WHERE space = ? AND change_seq > ?", after
-        )[0][0]
-        if changed > _DELTA:
-            self._drop(space, state)
-            return
-        if not changed:
+        if not added:
             return
         # (by pk alone, which names one record of one space: with the space too, SQLite's
         # planner may walk the space's postings instead, 400 ms at 100k records)
         rows = db._query(
             f"SELECT term, agent, {db._joined('pk')}, {db._joined('tf')}, {db._joined('dl')}"
-            " FROM postings WHERE pk IN"
-            " (SELECT pk FROM records WHERE space = ? AND change_seq > ?) GROUP BY term, agent",
-            after,
+            " FROM postings WHERE pk IN (SELECT pk FROM records WHERE space = ?"
+            " AND change_seq > ? ORDER BY pk DESC LIMIT ?) GROUP BY term, agent",
+            (*after, added),
         )
         held = [row for row in rows if row[0] in state.terms]
         for term, postings in _grouped(held, state.agents).items():
