@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress, count
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -366,6 +366,18 @@ class AgentArrays(DerivedColumns, PassageVectors):
                 if (m := cols.passages[i]) is not None and m.shape[0] and not self.has_passages[row]
             ]
         )
+
+    def stamp_access(self, ids: Iterable[str], at_us: int, *, backwards: bool) -> set[str]:
+        """Stamp ``last_accessed_at = at_us`` on the held rows of ``ids`` whose stamp is earlier
+        (``backwards``: any other), as the store's touch does; returns the ids held."""
+        position = self.position
+        held = {i for i in ids if i in position}
+        if held:
+            at = np.fromiter((position[i] for i in held), dtype=np.intp, count=len(held))
+            stamped = self.last_accessed_at[at]
+            moves = stamped != at_us if backwards else stamped < at_us
+            self.last_accessed_at[at[moves]] = at_us
+        return held
 
     def remove(self, ids: Sequence[str]) -> None:
         drop = sorted(self.position[i] for i in ids if i in self.position)

@@ -226,6 +226,13 @@ class MemoryStore(Protocol):
         """``(record_id, agent)`` of records deleted after ``after_seq``."""
         ...
 
+    def own_touches(self, space: str, after_seq: int, seq: int) -> list[tuple[Touch, ...]] | None:
+        """When every change to the space after ``after_seq`` up to ``seq`` is a touch this
+        store object committed in a transaction of its own: their touches, in order (a reader
+        holding the state at ``after_seq`` reaches ``seq`` by stamping them itself); else
+        ``None``. Only the last few touches are remembered."""
+        ...
+
     def index_path(self, space: str) -> Path | None:
         """Where the in-memory index of ``space`` may be saved between runs (a file the store
         owns: :meth:`scrub` deletes it), or ``None`` when this store keeps none."""

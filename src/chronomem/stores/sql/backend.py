@@ -36,6 +36,7 @@ import numpy as np
 from chronomem.arrays import F32
 from chronomem.clock import from_micros, to_micros
 from chronomem.errors import EmbedderMismatchError, StoreError
+from chronomem.stores.base import Touch
 
 __all__ = [
     "Cursor",
@@ -78,6 +79,10 @@ class SQLBackend(Protocol):
     def write(self) -> AbstractContextManager[None]: ...
 
     def snapshot(self) -> AbstractContextManager[None]: ...
+
+    def own_touches(self, space: str, after_seq: int, seq: int) -> list[tuple[Touch, ...]] | None:
+        """See :meth:`chronomem.stores.base.MemoryStore.own_touches`."""
+        ...
 
     @property
     def _writing(self) -> bool:

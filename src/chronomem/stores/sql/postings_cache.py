@@ -181,7 +181,7 @@ class PostingsCache:
         """The space's held state, caught up with the snapshot at ``seq``."""
         state = self._spaces.setdefault(space, _Space())
         if state.seq != seq:
-            self._catch_up(db, space, state, docs)
+            self._catch_up(db, space, state, seq, docs)
             state.seq, state.docs = seq, docs
         return state
 
@@ -209,7 +209,9 @@ class PostingsCache:
             self._size -= self._terms.pop((space, term)).size
         state.terms.clear()
 
-    def _catch_up(self, db: SQLBackend, space: str, state: _Space, docs: tuple[int, int]) -> None:
+    def _catch_up(
+        self, db: SQLBackend, space: str, state: _Space, seq: int, docs: tuple[int, int]
+    ) -> None:
         """Bring the space's terms from ``state.seq`` to the snapshot's counter. Postings change
         only when records are added (the space's document count grows) or purged (a
         tombstone): a change that does neither — a touch, a closing, a rating — costs one query.
@@ -220,8 +222,8 @@ class PostingsCache:
         Only their postings are read: the records a read touched since changed too, and
         reading their postings again (a touch of 10 dialogue turns, ~500 postings in ~300
         groups) cost up to 14 ms of the next read, to learn nothing."""
-        if not state.terms:
-            return
+        if not state.terms or db.own_touches(space, state.seq, seq) is not None:
+            return  # (touches made by this store object alone: no text changed)
         after = (space, state.seq)
         gone = db._query(
             "SELECT 1 FROM tombstones WHERE space = ? AND change_seq > ? LIMIT 1", after

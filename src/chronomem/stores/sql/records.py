@@ -188,10 +188,12 @@ def insert_records(db: SQLBackend, space: str, items: Sequence[StoredRecord]) ->
         changes.append_changes(db, space, [changes.written(i.record) for i in items])
 
 
-def touch(db: SQLBackend, space: str, touches: Sequence[Touch]) -> int:
+def touch(db: SQLBackend, space: str, touches: Sequence[Touch]) -> tuple[int, int]:
+    """Stamp the touches; returns how many records moved, and the ``change_seq`` the write took
+    (0: nothing to touch, no write)."""
     touches = [t for t in touches if t.ids]
     if not touches:
-        return 0
+        return 0, 0
     changed = 0
     with db.write():
         seq = bump(db, space)
@@ -206,7 +208,7 @@ def touch(db: SQLBackend, space: str, touches: Sequence[Touch]) -> int:
                     (at, seq, *chunk, space, at),
                 )
                 changed += cur.rowcount
-    return changed
+    return changed, seq
 
 
 def stored_sources(

@@ -67,6 +67,8 @@ from chronomem.stores.sql.webhooks import FeedStore
 __all__ = ["SQLStore", "TransactionState"]
 
 _T = TypeVar("_T")
+#: Own touches remembered per space (``SQLStore.own_touches``): a reader is rarely further behind.
+_TOUCHES_KEPT = 64
 
 
 def _first_line(exc: Exception) -> str:
@@ -103,6 +105,9 @@ class SQLStore(StoreMetadata, GraphStore, ServiceStore, FeedStore):
         self._closed = False
         self._wrote = False  # this connection opened a write transaction
         self._postings = PostingsCache()  # the lexical reads' (sql/postings_cache.py)
+        #: The touches this object committed in transactions of their own, per space, by the
+        #: ``change_seq`` each took (``own_touches``): the last ``_TOUCHES_KEPT``.
+        self._touched: dict[str, dict[int, tuple[Touch, ...]]] = {}
 
     # -- what a backend provides -----------------------------------------------------------
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
@@ -350,7 +355,22 @@ class SQLStore(StoreMetadata, GraphStore, ServiceStore, FeedStore):
         self.inserted[space] = self.inserted.get(space, 0) + len(items)
 
     def touch(self, space: str, touches: Sequence[Touch]) -> int:
-        return records.touch(self, space, touches)
+        with self._lock:
+            joined = self._state.in_transaction  # (committed, or not, by the outer one)
+            changed, seq = records.touch(self, space, touches)
+            if seq and not joined:
+                kept = self._touched.setdefault(space, {})
+                kept[seq] = tuple(touches)
+                if len(kept) > _TOUCHES_KEPT:
+                    del kept[min(kept)]
+        return changed
+
+    def own_touches(self, space: str, after_seq: int, seq: int) -> list[tuple[Touch, ...]] | None:
+        with self._lock:
+            kept = self._touched.get(space, {})
+            if not all(s in kept for s in range(after_seq + 1, seq + 1)):
+                return None
+            return [kept[s] for s in range(after_seq + 1, seq + 1)]
 
     def get_records(self, space: str, ids: Sequence[str]) -> list[Record]:
         return records.get_records(self, space, ids)
