@@ -79,6 +79,11 @@ class _Term:
         backfill's, whose keys fall in between)."""
         n, mine = self.n, self.pk[: self.n]
         theirs = other.pk[: other.n]
+        if not theirs.size:
+            return self
+        if not n or theirs[0] > mine[-1]:  # new records only (a catch-up's): appended
+            self._append(other, np.ones(theirs.size, dtype=np.bool_))
+            return self
         at = np.searchsorted(mine, theirs)
         held = np.zeros(theirs.size, dtype=np.bool_)
         inside = at < n
@@ -308,17 +313,27 @@ def _ints(joined: str) -> I64:
 def _grouped(rows: Sequence[Sequence[Any]], agents: dict[str, int]) -> dict[Any, _Term]:
     """Rows of (key, agent, pks, tfs, dls) — one term's postings of one agent, their columns
     joined by the database (``_joined``) — as one :class:`_Term` per key, in pk order, agents
-    coded into ``agents`` (codes added for agents not in it yet)."""
-    groups: dict[Any, list[tuple[I64, I32, I64, I64]]] = {}
-    for key, agent, pks, tfs, dls in rows:
-        pk = _ints(pks)
-        code = np.full(pk.size, agents.setdefault(agent, len(agents)), np.int32)
-        groups.setdefault(key, []).append((pk, code, _ints(tfs), _ints(dls)))
+    coded into ``agents`` (codes added for agents not in it yet). Each column of every row is
+    parsed in one call: a catch-up brings ~50 terms of one posting each, and parsing them row
+    by row cost ~25 µs a row."""
+    if not rows:
+        return {}
+    sizes = np.fromiter((r[2].count(",") + 1 for r in rows), np.intp, len(rows))
+    ends = np.cumsum(sizes)
+    pks, tfs, dls = (_ints(",".join(r[i] for r in rows)) for i in (2, 3, 4))
+    codes = np.repeat(
+        np.fromiter((agents.setdefault(r[1], len(agents)) for r in rows), np.int32, len(rows)),
+        sizes,
+    )
+    of_key: dict[Any, list[int]] = {}
+    for i, row in enumerate(rows):
+        of_key.setdefault(row[0], []).append(i)
     found: dict[Any, _Term] = {}
-    for key, parts in groups.items():
-        pk, code, tf, dl = (np.concatenate([p[i] for p in parts]) for i in range(4))
-        order = np.argsort(pk, kind="stable")
-        found[key] = _Term(
-            pk[order], code[order], tf[order].astype(np.int32), dl[order].astype(np.int32)
-        )
+    for key, members in of_key.items():
+        at = np.concatenate([np.arange(ends[i] - sizes[i], ends[i]) for i in members])
+        pk = pks[at]
+        if pk.size > 1 and not (pk[1:] > pk[:-1]).all():
+            at = at[np.argsort(pk, kind="stable")]
+            pk = pks[at]
+        found[key] = _Term(pk, codes[at], tfs[at].astype(np.int32), dls[at].astype(np.int32))
     return found
