@@ -18,8 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from chronomem.arrays import Rows
+from chronomem.retrieval.bounds import Bounds
 from chronomem.retrieval.codes import KINDS
-from chronomem.retrieval.index import Bounds
 from chronomem.stores.base import NEVER, SINCE_EVER
 
 if TYPE_CHECKING:
