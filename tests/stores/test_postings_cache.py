@@ -249,7 +249,7 @@ def test_warming_holds_the_frequent_terms_and_scores_as_a_fresh_handle(
     location: str | Path, clock: SimClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``warm_lexical`` holds the terms in at least ``_WARM_DF`` records (lowered here), the most
-    frequent first, up to half the cache; reads after it, and after writes that append to the
+    frequent first; reads after it, and after writes that append to the
     held terms, score as a handle that fetched nothing ahead."""
     from chronomem.stores.sql import fulltext
 
@@ -277,3 +277,38 @@ def test_warming_holds_the_frequent_terms_and_scores_as_a_fresh_handle(
         cache.clear()
         assert mem._h.store.warm_lexical(mem.space) == 0
         assert not cache._terms
+
+
+def test_warming_holds_every_frequent_term_and_grows_the_cache_for_them(
+    location: str | Path, clock: SimClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache too small for the frequent terms grows to twice what they take, so every one of
+    them is held (and as much room is left for the terms asked), up to ``_WARM_MOST`` postings,
+    the most frequent first."""
+    from chronomem.stores.sql import fulltext
+
+    monkeypatch.setattr(fulltext, "_WARM_DF", 10)
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        for i in range(120):
+            clock.advance(minutes=1)
+            mem.remember(f"{WORDS[i % 10]} {WORDS[i % 7]} n{i}", agent="ana")
+        store = store_of(mem)
+        counts = dict(store._query("SELECT term, COUNT(*) FROM postings GROUP BY term"))
+    frequent = {t for t, c in counts.items() if c >= 10}
+    assert len(frequent) == len(WORDS)  # every word is in 12 to 18 records
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        cache = store_of(mem)._postings
+        cache.limit = 20  # half of it holds one term
+        fetched = mem._h.store.warm_lexical(mem.space)
+        assert {term for _, term in cache._terms} == frequent
+        assert fetched == sum(counts[t] for t in frequent)
+        assert cache.limit == 2 * fetched
+    monkeypatch.setattr(fulltext, "_WARM_MOST", 40)
+    with Memory.open(location, embedder=None, clock=clock) as mem:
+        cache = store_of(mem)._postings
+        cache.limit = 20
+        mem._h.store.warm_lexical(mem.space)
+        held = {term for _, term in cache._terms}
+        assert cache.limit == 4 * max(counts[t] for t in frequent)  # (the largest term fits)
+        assert 0 < sum(counts[t] for t in held) <= 40
+        assert min(counts[t] for t in held) >= max(counts[t] for t in frequent - held)

@@ -41,6 +41,9 @@ _DENSE = 8
 _WARM_DF = 2_000
 _WARM_SAMPLE = 4_000
 _WARM_BATCH = 100
+# warm holds every frequent term, up to this many postings (~160 MB, and the cache's limit grows to
+# twice that): at 100k dialogue turns ~3M, about 60 MB
+_WARM_MOST = 1 << 23
 
 
 def _insert(db: SQLBackend, documents: Iterable[tuple[str, int, str, Sequence[str]]]) -> None:
@@ -106,11 +109,13 @@ def lexical(
 
 def warm(db: SQLBackend, space: str, cache: PostingsCache) -> int:
     """Hold in ``cache`` the postings of the space's most frequent terms, those in at least
-    :data:`_WARM_DF` documents, up to half the cache: the terms questions most likely share, and
-    the dearest to fetch at a read (about 1 ms per 1,000 postings: a word in 30k of 100k
-    dialogue turns cost a question's first read 30 ms, under the handle's lock). Frequencies
-    are estimated from the space's :data:`_WARM_SAMPLE` most recent records. Returns how many
-    postings were fetched."""
+    :data:`_WARM_DF` documents: the terms questions most likely share, and the dearest to fetch
+    at a read (about 1 ms per 1,000 postings: a word in 30k of 100k dialogue turns cost a
+    question's first read 30 ms, under the handle's lock). Every one of them, up to
+    :data:`_WARM_MOST` postings, most frequent first; the cache's limit grows to twice what they
+    take (a long-lived process calls this: ``Memory.preload``). Frequencies are estimated from
+    the space's :data:`_WARM_SAMPLE` most recent records. Returns how many postings were
+    fetched."""
     with db.snapshot():
         totals = db._query(
             "SELECT docs, doc_len_sum, change_seq FROM spaces WHERE space = ?", (space,)
@@ -128,12 +133,16 @@ def warm(db: SQLBackend, space: str, cache: PostingsCache) -> int:
             (space, _WARM_SAMPLE),
         )
         sampled = min(n_docs, _WARM_SAMPLE)
-        budget, chosen = cache.limit // 2, []
-        for term, count in counted:
-            estimate = int(count) * n_docs / sampled
+        estimates = [(str(term), int(count) * n_docs / sampled) for term, count in counted]
+        frequent = sum(e for _, e in estimates if e >= _WARM_DF)
+        budget = max(cache.limit // 2, min(int(frequent), _WARM_MOST))
+        # (the asked terms keep as much again; a term of over a quarter of it is not kept)
+        cache.limit = max(cache.limit, 2 * budget, 4 * int(estimates[0][1]) if estimates else 0)
+        chosen = []
+        for term, estimate in estimates:
             if estimate < _WARM_DF or estimate > budget:
                 break
-            chosen.append(str(term))
+            chosen.append(term)
             budget -= int(estimate)
         fetched = 0
         for start in range(0, len(chosen), _WARM_BATCH):
