@@ -105,3 +105,27 @@ def test_a_touch_inside_a_callers_transaction_is_not_an_own_touch(
             store.touch(mem.space, [Touch((record.id,), to_micros(clock.now()) + 2)])
         assert store.own_touches(mem.space, seq, seq + 2) is None
         assert store.own_touches(mem.space, seq + 1, seq + 2) is None
+
+
+def test_own_touches_are_stamped_on_arrays_mapped_from_a_snapshot(
+    tmp_path: Path, clock: SimClock
+) -> None:
+    """A handle that opened from the index snapshot (its arrays a copy-on-write mapping of the
+    file) stamps its touches there too, and the file keeps its bytes."""
+    location = tmp_path / "m.db"
+    with Memory.open(location, embedder=None, clock=clock, index_snapshot=1) as mem:
+        for i in range(12):
+            mem.remember(f"note {i} about the harbour", agent="ana", embedding=unit(1, i / 12, 0))
+        mem.peek("harbour", agent="ana", k=1, query_embedding=unit(1, 0, 0))
+        snapshot = mem._h.index.snapshot_path()
+    assert snapshot is not None
+    before = snapshot.read_bytes()
+    clock.advance(hours=1)
+    with Memory.open(location, embedder=None, clock=clock, index_snapshot=1) as mem:
+        mem.peek("harbour", agent="ana", k=1, query_embedding=unit(1, 0, 0))
+        assert mem._h.index.loaded_from == "snapshot"
+        for step in range(3):
+            clock.advance(minutes=5)
+            mem.recall("harbour", agent="ana", k=4, query_embedding=unit(1, step / 3, 0))
+            assert _stamps(mem, ["ana"]) == _stored(location, clock, ["ana"]), step
+        assert snapshot.read_bytes() == before
