@@ -55,7 +55,7 @@ def test_own_touches_are_stamped_as_the_store_stamps_them(
 ) -> None:
     """Touching reads (the Generative Agents code's: one query after another, stamping
     backwards when the read's instant is earlier), read after read: the index holds the store's
-    stamps, and reads its rows back only after another handle's write."""
+    stamps, and reads its rows back only after another handle's write or touch."""
     rng = random.Random(3)
     kept = Memory.open(location, embedder=None, clock=clock, preset=preset)
     other = Memory.open(location, embedder=None, clock=clock, preset=preset)
@@ -70,11 +70,15 @@ def test_own_touches_are_stamped_as_the_store_stamps_them(
         kept._h.store.load_columns = loads
         for step in range(30):
             clock.advance(minutes=rng.randint(1, 30))
-            if step % 7 == 6:  # another writer: the next sync reads the changed rows back
-                other.remember(f"a later note {step}", agent="ana", embedding=unit(0, 1, step))
+            if step % 7 == 6:  # another handle's write or touch: the next sync reads rows back
+                if step % 14 == 6:
+                    other.remember(f"a later note {step}", agent="ana", embedding=unit(0, 1, step))
+                else:
+                    other.recall("note", agents=AGENTS, k=5, query_embedding=unit(0, 1, 0.3))
                 loads.after.clear()
                 kept.recall("harbour", agents=AGENTS, k=3, query_embedding=unit(1, 0.5, 0.5))
                 assert loads.after, step
+                assert _stamps(kept, AGENTS) == _stored(location, clock, AGENTS), step
                 continue
             loads.after.clear()
             back = timedelta(minutes=rng.randint(0, 90))  # earlier than some stamps held
@@ -84,6 +88,34 @@ def test_own_touches_are_stamped_as_the_store_stamps_them(
             )  # fmt: skip
             assert _stamps(kept, AGENTS) == _stored(location, clock, AGENTS), step
             assert not loads.after, step  # the touches were stamped, not read back
+    finally:
+        kept.close()
+        other.close()
+
+
+def test_another_handles_change_between_own_touches_makes_the_handle_read_rows_back(
+    location: str | Path, clock: SimClock
+) -> None:
+    """Another handle's touch committed between this handle's sync and its own next touch (as
+    when reads of several threads interleave): the changes since are not all this handle's,
+    so it reads the rows back, and holds the other's stamps too."""
+    kept = Memory.open(location, embedder=None, clock=clock)
+    other = Memory.open(location, embedder=None, clock=clock)
+    try:
+        ids = [
+            kept.remember(f"note {i}", agent="ana", embedding=unit(1, i / 6, 0)).id
+            for i in range(6)
+        ]
+        assert _stamps(kept, ["ana"]) == _stored(location, clock, ["ana"])  # synced
+        clock.advance(minutes=10)
+        assert other.recall("note", agent="ana", k=3, query_embedding=unit(1, 0, 0))
+        clock.advance(minutes=10)
+        store = store_of(kept)
+        store.touch(kept.space, [Touch((ids[5],), to_micros(clock.now()))])  # own, no sync
+        loads = Loads(store)
+        store.load_columns = loads
+        assert _stamps(kept, ["ana"]) == _stored(location, clock, ["ana"])
+        assert loads.after
     finally:
         kept.close()
         other.close()
